@@ -1,0 +1,23 @@
+import { capacity } from './capacity.mjs';
+import { fanout1k, fanout10k } from './fanout.mjs';
+import { history } from './history.mjs';
+import { idleMemory } from './idle-memory.mjs';
+import { publish } from './publish.mjs';
+import { soak } from './soak.mjs';
+import { twoInstances } from './two-instances.mjs';
+
+/**
+ * The scenarios of `npm run bench`, in run order. Idle memory goes first: with --quick the
+ * servers are shared by the scenarios, and only a fresh one gives a clean memory baseline.
+ */
+export const SCENARIOS = [
+  idleMemory,
+  fanout1k,
+  fanout10k,
+  capacity,
+  twoInstances,
+  publish,
+  history,
+];
+/** Only with --soak. */
+export const SOAK = soak;

@@ -1,0 +1,48 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { LoggerModule } from 'nestjs-pino';
+import { loggerOptions } from './common/logger.js';
+import { AppConfig, buildConfiguration } from './config/configuration.js';
+import { EventsModule } from './events/events.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import { DetectorModule } from './detector/detector.module.js';
+import { HealthModule } from './health/health.module.js';
+import { HistoryModule } from './history/history.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
+import { PublishModule } from './publish/publish.module.js';
+
+/**
+ * The application. `forRoot(env)` validates the environment first: a bad variable throws a
+ * `ConfigurationError` naming it, before anything starts. Tests pass their own `env`.
+ */
+@Module({})
+export class AppModule {
+  static forRoot(env: Record<string, string | undefined> = process.env): DynamicModule {
+    const configuration = buildConfiguration(env);
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot({
+          isGlobal: true,
+          ignoreEnvFile: true,
+          ignoreEnvVars: true,
+          skipProcessEnv: true,
+          cache: true,
+          load: [() => configuration],
+        }),
+        LoggerModule.forRootAsync({
+          inject: [ConfigService],
+          useFactory: (config: ConfigService<AppConfig, true>) =>
+            loggerOptions(config.get('app', { infer: true }).logLevel),
+        }),
+        MetricsModule,
+        DatabaseModule,
+        HealthModule,
+        HistoryModule,
+        PublishModule,
+        EventsModule,
+        DetectorModule,
+      ],
+    };
+  }
+}

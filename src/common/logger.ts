@@ -1,0 +1,43 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { RequestMethod } from '@nestjs/common';
+import type { Params } from 'nestjs-pino';
+
+/** The SSE route, relative to the global prefix. */
+export const LISTEN_ROUTE = 'webhooks/prevnames/listen';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Structured JSON logs. Every request gets an id (the caller's `X-Request-Id` when it is a
+ * sane one), returned in `X-Request-Id` and attached to every log line of that request.
+ */
+export function loggerOptions(level: string): Params {
+  return {
+    // A stream lives for hours: a request logger (child logger, listeners, context) held for
+    // each of tens of thousands of listeners costs more memory than the rest of the stream.
+    exclude: [{ method: RequestMethod.GET, path: LISTEN_ROUTE }],
+    pinoHttp: {
+      level,
+      genReqId: (req: IncomingMessage, res: ServerResponse) => {
+        const given = req.headers['x-request-id'];
+        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers.cookie'],
+        censor: '[redacted]',
+      },
+      serializers: {
+        req: (req: { id: string; method: string; url: string }) => ({
+          id: req.id,
+          method: req.method,
+          url: req.url,
+        }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+      autoLogging: { ignore: (req) => req.url?.startsWith('/api/health') ?? false },
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import {
+  ArgumentMetadata,
+  BadRequestException,
+  ValidationError,
+  ValidationPipe,
+} from '@nestjs/common';
+
+/**
+ * Keys that would reach an object's prototype if a transformer assigned them, and the names
+ * of Object.prototype's members, which class-transformer skips without a word (so the
+ * whitelist never sees `{"toString": 0}`): all refused as unknown properties.
+ */
+const FORBIDDEN_KEYS = ['prototype', ...Object.getOwnPropertyNames(Object.prototype)];
+
+/**
+ * class-transformer walks a body recursively: a few thousand levels of nesting (well within
+ * the 16 KiB limit) overflow the stack. No DTO nests anywhere near this deep.
+ */
+export const MAX_BODY_DEPTH = 32;
+
+/**
+ * The global validation: DTOs are whitelisted (an unknown property is a 400), a body must
+ * be a JSON object, and the message lists every failing constraint, each naming its field.
+ */
+class StrictValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'body' && metadata.metatype && this.toValidate(metadata)) {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+        throw new BadRequestException('Request body must be a JSON object');
+      }
+      if (nestsDeeperThan(value, MAX_BODY_DEPTH)) {
+        throw new BadRequestException(
+          `Request body must not nest more than ${MAX_BODY_DEPTH} levels deep`,
+        );
+      }
+      const forbidden = FORBIDDEN_KEYS.filter((key) => Object.hasOwn(value, key));
+      if (forbidden.length > 0) {
+        throw new BadRequestException(
+          forbidden.map((key) => `property ${key} should not exist`).join('; '),
+        );
+      }
+    }
+    return super.transform(value, metadata);
+  }
+}
+
+/** Whether objects and arrays nest more than `limit` levels, walked level by level (no recursion). */
+function nestsDeeperThan(value: object, limit: number): boolean {
+  let level: unknown[] = [value];
+  for (let depth = 0; level.length > 0; depth++) {
+    if (depth > limit) return true;
+    const next: unknown[] = [];
+    for (const item of level) {
+      if (typeof item === 'object' && item !== null) {
+        for (const child of Object.values(item)) next.push(child);
+      }
+    }
+    level = next;
+  }
+  return false;
+}
+
+export function createValidationPipe(): ValidationPipe {
+  return new StrictValidationPipe({
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    forbidUnknownValues: true,
+    transform: true,
+    stopAtFirstError: true,
+    validationError: { target: false, value: false },
+    exceptionFactory: (errors) => new BadRequestException(formatValidationErrors(errors)),
+  });
+}
+
+export function formatValidationErrors(errors: ValidationError[], parent = ''): string {
+  return errors
+    .flatMap((error) => {
+      const path = parent ? `${parent}.${error.property}` : error.property;
+      const own = Object.values(error.constraints ?? {});
+      const nested = error.children?.length ? [formatValidationErrors(error.children, path)] : [];
+      return [...own, ...nested];
+    })
+    .join('; ');
+}

@@ -1,0 +1,56 @@
+import { EnvironmentVariables, validateEnvironment } from './environment.js';
+
+/**
+ * The typed configuration, grouped by concern. Inject `ConfigService<AppConfig, true>` and
+ * read a group with `config.get('sse', { infer: true })`.
+ */
+export interface AppConfig {
+  app: { port: number; shutdownTimeoutMs: number; logLevel: string };
+  http: { corsOrigins: string[] | '*' | undefined; trustProxy: boolean | number | string };
+  database: { url: string | undefined; dataDir: string; poolSize: number };
+  redis: { url: string | undefined; keyPrefix: string };
+  sse: {
+    keepAliveMs: number;
+    replayLimit: number;
+    retryMs: number;
+    bufferLimitBytes: number;
+    maxListeners: number;
+  };
+  publish: { token: string | undefined; rateLimit: number; rateWindowMs: number };
+  discord: { token: string | undefined; leaseMs: number };
+}
+
+export function buildConfiguration(env: Record<string, string | undefined>): AppConfig {
+  const e: EnvironmentVariables = validateEnvironment(env);
+  return {
+    app: { port: e.PORT, shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS, logLevel: e.LOG_LEVEL },
+    database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, poolSize: e.DATABASE_POOL_SIZE },
+    redis: { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX },
+    sse: {
+      keepAliveMs: e.SSE_KEEPALIVE_MS,
+      replayLimit: e.SSE_REPLAY_LIMIT,
+      retryMs: e.SSE_RETRY_MS,
+      bufferLimitBytes: e.SSE_BUFFER_LIMIT_BYTES,
+      maxListeners: e.SSE_MAX_LISTENERS,
+    },
+    http: { corsOrigins: parseOrigins(e.CORS_ORIGINS), trustProxy: parseTrustProxy(e.TRUST_PROXY) },
+    publish: {
+      token: e.PUBLISH_TOKEN,
+      rateLimit: e.PUBLISH_RATE_LIMIT,
+      rateWindowMs: e.PUBLISH_RATE_WINDOW_MS,
+    },
+    discord: { token: e.DISCORD_TOKEN, leaseMs: e.DETECTOR_LEASE_MS },
+  };
+}
+
+function parseOrigins(value: string | undefined): string[] | '*' | undefined {
+  if (value === undefined) return undefined;
+  if (value === '*') return '*';
+  return value.split(',').map((origin) => origin.trim().replace(/\/$/, ''));
+}
+
+/** Express's `trust proxy`: a boolean, a hop count, or addresses/subnets as given. */
+function parseTrustProxy(value: string): boolean | number | string {
+  if (value === 'true' || value === 'false') return value === 'true';
+  return /^\d+$/.test(value) ? Number(value) : value;
+}

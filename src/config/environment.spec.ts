@@ -1,0 +1,45 @@
+import { ConfigurationError, validateEnvironment } from './environment.js';
+
+describe('validateEnvironment', () => {
+  it('gives every variable its default', () => {
+    const env = validateEnvironment({});
+    expect(env).toMatchObject({
+      PORT: 3000,
+      DATA_DIR: './data',
+      DATABASE_POOL_SIZE: 10,
+      REDIS_KEY_PREFIX: 'prevnames',
+      SSE_KEEPALIVE_MS: 15000,
+      SSE_REPLAY_LIMIT: 10000,
+      LOG_LEVEL: 'info',
+      PUBLISH_RATE_LIMIT: 0,
+    });
+    expect(env.DATABASE_URL).toBeUndefined();
+    expect(env.REDIS_URL).toBeUndefined();
+  });
+
+  it('reads integers and treats empty variables as unset', () => {
+    const env = validateEnvironment({ PORT: ' 8080 ', PUBLISH_TOKEN: '', SSE_REPLAY_LIMIT: '0' });
+    expect(env.PORT).toBe(8080);
+    expect(env.PUBLISH_TOKEN).toBeUndefined();
+    expect(env.SSE_REPLAY_LIMIT).toBe(0);
+  });
+
+  it.each([
+    [{ PORT: '1e3' }, 'Invalid configuration: PORT must be an integer number (got "1e3")'],
+    [{ PORT: '70000' }, 'Invalid configuration: PORT must not be greater than 65535 (got "70000")'],
+    [
+      { REDIS_URL: 'http://x' },
+      'Invalid configuration: REDIS_URL must be a redis:// or rediss:// URL',
+    ],
+    [
+      { PUBLISH_TOKEN: 'short' },
+      'Invalid configuration: PUBLISH_TOKEN must be at least 16 characters long',
+    ],
+    [
+      { CORS_ORIGINS: 'nope' },
+      'Invalid configuration: CORS_ORIGINS must be "*" or a comma-separated list of http(s) origins (got "nope")',
+    ],
+  ])('refuses %j with one line naming the variable, and never echoes a secret', (env, message) => {
+    expect(() => validateEnvironment(env)).toThrow(new ConfigurationError(message));
+  });
+});

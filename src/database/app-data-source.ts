@@ -1,0 +1,116 @@
+import { Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { PostgresConnectionOptions } from './postgres-options.js';
+import { EmbeddedPostgres } from './embedded-postgres.js';
+import { runMigrationsUnderLock } from './migrate.js';
+
+const RECONNECT_DELAY_MS = 2_000;
+
+/**
+ * The application's data source. It starts even when Postgres is unreachable, so that the
+ * service can answer (500 for what needs the database, 503 from readiness) and recover by
+ * itself: it keeps trying to connect in the background, then runs the migrations.
+ * With no `DATABASE_URL` it owns the embedded PGlite server and stops it last.
+ */
+export class AppDataSource extends DataSource {
+  private readonly log = new Logger('Database');
+  private retryTimer?: NodeJS.Timeout;
+  private stopped = false;
+  private migrated = false;
+  private connecting?: Promise<void>;
+  private destroying?: Promise<void>;
+
+  constructor(
+    options: PostgresConnectionOptions,
+    private readonly embedded?: EmbeddedPostgres,
+  ) {
+    super(options);
+  }
+
+  static async open(options: PostgresConnectionOptions, embeddedDataDir?: string) {
+    let dataSource: AppDataSource;
+    if (embeddedDataDir !== undefined) {
+      const embedded = await EmbeddedPostgres.start(embeddedDataDir);
+      dataSource = new AppDataSource(
+        { ...options, ...embedded.connection, url: undefined, extra: { ...options.extra, max: 1 } },
+        embedded,
+      );
+      dataSource.log.log(`Using the embedded PGlite database in ${embedded.dataDir}`);
+    } else {
+      dataSource = new AppDataSource(options);
+      dataSource.log.log(`Using PostgreSQL at ${describeUrl(options.url)}`);
+    }
+    await dataSource.connectAndMigrate();
+    return dataSource;
+  }
+
+  /** True once connected and migrated: the schema is there to be queried. */
+  get isReady(): boolean {
+    return this.isInitialized && this.migrated;
+  }
+
+  private async connectAndMigrate(): Promise<void> {
+    try {
+      await this.initializeAndMigrate();
+    } catch (error) {
+      if (this.embedded) throw error;
+      this.log.error(
+        `PostgreSQL is not reachable (${(error as Error).message}); retrying every ${RECONNECT_DELAY_MS} ms`,
+      );
+      this.scheduleRetry();
+    }
+  }
+
+  private initializeAndMigrate(): Promise<void> {
+    this.connecting = this.connectOnce().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async connectOnce(): Promise<void> {
+    if (!this.isInitialized) await this.initialize();
+    const applied = await runMigrationsUnderLock(this);
+    this.migrated = true;
+    for (const migration of applied) this.log.log(`Applied migration ${migration.name}`);
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopped) return;
+    this.retryTimer = setTimeout(() => {
+      this.initializeAndMigrate().then(
+        () => this.log.log('Connected to PostgreSQL'),
+        () => this.scheduleRetry(),
+      );
+    }, RECONNECT_DELAY_MS);
+    this.retryTimer.unref();
+  }
+
+  /**
+   * Stops reconnecting, closes the pool, then the embedded server. Idempotent: TypeORM calls
+   * it only for an initialized data source, so DatabaseModule calls it too, at shutdown.
+   */
+  override destroy(): Promise<void> {
+    this.destroying ??= this.close();
+    return this.destroying;
+  }
+
+  private async close(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    // An attempt under way would leave its pool behind: let it settle first.
+    await this.connecting?.catch(() => undefined);
+    if (this.isInitialized) await super.destroy();
+    await this.embedded?.stop();
+  }
+}
+
+/** The URL without its password, for the log. */
+function describeUrl(url: string | undefined): string {
+  if (!url) return '(default)';
+  try {
+    const parsed = new URL(url);
+    parsed.password = parsed.password ? '***' : '';
+    return `${parsed.host}${parsed.pathname}`;
+  } catch {
+    return '(unparsable URL)';
+  }
+}

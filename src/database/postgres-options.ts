@@ -1,0 +1,33 @@
+import type { DataSourceOptions } from 'typeorm';
+import { entities } from './entities.js';
+import { migrations } from './migrations/index.js';
+
+export type PostgresConnectionOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
+
+/** Bounds every statement, so a hung database turns into an error rather than a hung request. */
+const STATEMENT_TIMEOUT_MS = 10_000;
+
+/** The options every data source of the service shares: the app's, the CLI's, the tests'. */
+export function postgresOptions(
+  overrides: Partial<PostgresConnectionOptions> & { poolSize?: number },
+): PostgresConnectionOptions {
+  const poolSize = overrides.poolSize ?? 10;
+  return {
+    type: 'postgres',
+    entities,
+    migrations,
+    synchronize: false,
+    migrationsRun: false,
+    logging: false,
+    ...overrides,
+    extra: {
+      max: poolSize,
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      statement_timeout: STATEMENT_TIMEOUT_MS,
+      query_timeout: STATEMENT_TIMEOUT_MS + 1_000,
+      ...overrides.extra,
+    },
+  };
+}

@@ -1,0 +1,49 @@
+import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { HealthCheckService } from '@nestjs/terminus';
+import { ApiErrorResponses } from '../common/api-error-responses.js';
+import { BusHealthIndicator } from '../bus/bus.health.js';
+import { DatabaseHealthIndicator } from '../database/database.health.js';
+import { HealthResponseDto } from './health.dto.js';
+
+@ApiTags('health')
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly database: DatabaseHealthIndicator,
+    private readonly bus: BusHealthIndicator,
+  ) {}
+
+  @Get('live')
+  @ApiOperation({ summary: 'Liveness: the process is up and serving HTTP' })
+  @ApiOkResponse({ type: HealthResponseDto, description: 'Alive.' })
+  getLiveness(): HealthResponseDto {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  @ApiOperation({ summary: 'Readiness: the database (and Redis, when configured) answer' })
+  @ApiOkResponse({ type: HealthResponseDto, description: 'Ready: every dependency answers.' })
+  @ApiErrorResponses(503)
+  async getReadiness(): Promise<HealthResponseDto> {
+    try {
+      const result = await this.health.check([
+        () => this.database.check(),
+        ...(this.bus.enabled ? [() => this.bus.check()] : []),
+      ]);
+      return { status: result.status, details: result.details };
+    } catch (error) {
+      throw new ServiceUnavailableException(`Not ready: ${downComponents(error)} unavailable`);
+    }
+  }
+}
+
+/** The names of the failing checks in terminus's 503, e.g. "database, redis". */
+function downComponents(error: unknown): string {
+  if (error instanceof ServiceUnavailableException) {
+    const failing = (error.getResponse() as { error?: Record<string, unknown> }).error;
+    if (failing && Object.keys(failing).length > 0) return Object.keys(failing).join(', ');
+  }
+  return 'a dependency';
+}

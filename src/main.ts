@@ -1,0 +1,52 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { existsSync } from 'node:fs';
+import { AppModule } from './app.module.js';
+import { ExpressHttpAdapter } from './common/express-http-adapter.js';
+import { configureApp } from './app.setup.js';
+import type { AppConfig } from './config/configuration.js';
+import { ConfigurationError } from './config/environment.js';
+
+async function bootstrap(): Promise<void> {
+  if (existsSync('.env')) process.loadEnvFile('.env');
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.forRoot(process.env),
+    new ExpressHttpAdapter(),
+    {
+      bodyParser: false,
+      bufferLogs: true,
+      abortOnError: false,
+    },
+  );
+  configureApp(app);
+  const { port, shutdownTimeoutMs } = app
+    .get<ConfigService<AppConfig, true>>(ConfigService)
+    .get('app', { infer: true });
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      // Past the budget, in-flight work is abandoned rather than holding the exit forever.
+      setTimeout(() => process.exit(1), shutdownTimeoutMs).unref();
+      app.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  }
+
+  await app.listen(port);
+  new Logger('Bootstrap').log(`Listening on port ${port}`);
+}
+
+bootstrap().catch((error: unknown) => {
+  // The logger may not exist yet: a bad configuration is one line on stderr.
+  const line =
+    error instanceof ConfigurationError
+      ? error.message
+      : `Failed to start: ${String((error as Error)?.stack ?? error)}`;
+  process.stderr.write(`${line}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,87 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The service's Prometheus metrics, in a registry of its own (one per application, so
+ * several apps in one process, as in the tests, do not share counters).
+ * Gauges that reflect state (listeners, dependencies up) are read at scrape time through
+ * the collectors registered with `onCollect`.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+
+  readonly listeners = new Gauge({
+    name: 'name_history_sse_listeners',
+    help: 'SSE listeners connected to this instance',
+    registers: [this.registry],
+  });
+
+  readonly eventsStored = new Counter({
+    name: 'name_history_events_stored_total',
+    help: 'Events newly stored by this instance (repeats excluded)',
+    registers: [this.registry],
+  });
+
+  readonly eventsBroadcast = new Counter({
+    name: 'name_history_events_broadcast_total',
+    help: 'Events this instance published to at least one instance with listeners',
+    registers: [this.registry],
+  });
+
+  readonly eventsUndelivered = new Counter({
+    name: 'name_history_events_undelivered_total',
+    help: 'Events this instance stored but could not deliver (no listener anywhere, or the bus down)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsReplayed = new Counter({
+    name: 'name_history_events_replayed_total',
+    help: 'Stored events sent to reconnecting listeners (Last-Event-ID replay)',
+    registers: [this.registry],
+  });
+
+  readonly slowListenersCut = new Counter({
+    name: 'name_history_slow_listeners_disconnected_total',
+    help: 'Listeners disconnected because they stopped reading',
+    registers: [this.registry],
+  });
+
+  readonly publishDuration = new Histogram({
+    name: 'name_history_publish_duration_seconds',
+    help: 'Time to store and broadcast one event (the POST handler and the detector)',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly publishToWrite = new Histogram({
+    name: 'name_history_publish_to_write_seconds',
+    help: "Time from the start of a publish (any instance) to the frame being written to this instance's listeners",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+
+  readonly dependencyUp = new Gauge({
+    name: 'name_history_dependency_up',
+    help: '1 when the dependency answers, 0 when not',
+    labelNames: ['dependency'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly collectors: (() => unknown)[] = [];
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Runs `collect` before every scrape: for gauges that mirror state kept elsewhere. */
+  onCollect(collect: () => unknown): void {
+    this.collectors.push(collect);
+  }
+
+  async metrics(): Promise<string> {
+    await Promise.allSettled(this.collectors.map(async (collect) => collect()));
+    return this.registry.metrics();
+  }
+}

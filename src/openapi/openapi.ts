@@ -1,0 +1,61 @@
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { readFileSync } from 'node:fs';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
+
+const { version } = JSON.parse(
+  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+) as { version: string };
+
+const DESCRIPTION = `Keeps the history of Discord users' previous usernames and display names, and streams every name change live (Server-Sent Events).
+
+**\`name\`** is always the name recorded in the history: the name the user had *before* the change.
+
+**Errors.** Every error, of any status, is \`{"message": string, "code": <status>}\` as JSON; the message names the field(s) at fault.
+
+**Authentication.** None by default. When the operator sets \`PUBLISH_TOKEN\`, publishing requires \`Authorization: Bearer <token>\`.`;
+
+/** The OpenAPI document of the application. Operation ids are the handler names. */
+export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setTitle('Name history service')
+    .setDescription(DESCRIPTION)
+    .setVersion(version)
+    .setLicense('Proprietary', 'https://example.com/license')
+    .addServer('/', 'This instance')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'PUBLISH_TOKEN, when set' })
+    .addTag('history', "Users' previous names")
+    .addTag('events', 'Publishing and streaming name change events')
+    .addTag('health', 'Probes for orchestrators and load balancers')
+    .addTag('operations', 'Metrics')
+    .build();
+  const document = SwaggerModule.createDocument(app, config, {
+    operationIdFactory: (_controllerKey, methodKey) => methodKey,
+    extraModels: [ErrorResponseDto],
+  });
+  return withExplicitSecurity(document);
+}
+
+/**
+ * Every operation says how it is authenticated: public ones with `security: []`; a bearer
+ * requirement also allows none, since it applies only when the operator sets PUBLISH_TOKEN.
+ */
+function withExplicitSecurity(document: OpenAPIObject): OpenAPIObject {
+  for (const path of Object.values(document.paths)) {
+    for (const method of ['get', 'post', 'put', 'patch', 'delete'] as const) {
+      const operation = path[method];
+      if (!operation) continue;
+      operation.security = operation.security?.length ? [...operation.security, {}] : [];
+    }
+  }
+  return document;
+}
+
+/** Serves Swagger UI at /api/docs and the document at /api/docs-json. */
+export function serveOpenApi(app: INestApplication): void {
+  SwaggerModule.setup('api/docs', app, () => buildOpenApiDocument(app), {
+    jsonDocumentUrl: 'api/docs-json',
+    yamlDocumentUrl: 'api/docs-yaml',
+    useGlobalPrefix: false,
+  });
+}

@@ -1,0 +1,52 @@
+import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrorResponses } from '../common/api-error-responses.js';
+import { parseZonedTimestamp } from '../common/timestamp.js';
+import { BusUnavailableError } from '../bus/name-event-bus.js';
+import { StorageUnavailableError } from '../database/pg-pool.js';
+import { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
+import { DeliveryFailedException, NoListenersException } from './publish.errors.js';
+import { PublishRateLimitGuard } from '../rate-limit/publish-rate-limit.guard.js';
+import { PublishTokenGuard } from './publish-token.guard.js';
+import { PublishService } from './publish.service.js';
+
+@ApiTags('events')
+@Controller('webhooks/prevnames')
+export class PublishController {
+  constructor(private readonly publisher: PublishService) {}
+
+  @Post()
+  @HttpCode(200)
+  @UseGuards(PublishRateLimitGuard, PublishTokenGuard)
+  @ApiBearerAuth()
+  @ApiOperation({
+    summary: 'Publish a name change event',
+    description:
+      'Validates the event, stores it (an identical event is stored once), then broadcasts it to every listener on every instance. 200 once it reached every instance that has listeners; 500 when nobody is listening anywhere, the event being stored all the same. A repeat is broadcast again with its original id.',
+  })
+  @ApiBody({ type: NameChangeEventDto })
+  @ApiOkResponse({
+    type: PublishResponseDto,
+    description: 'Stored, and delivered to every instance that has listeners.',
+  })
+  @ApiErrorResponses(400, 401, 413, 415, 429, 500)
+  async publishNameChange(@Body() body: NameChangeEventDto): Promise<PublishResponseDto> {
+    let receivers: number;
+    try {
+      ({ receivers } = await this.publisher.publish({
+        userId: body.userId,
+        type: body.type,
+        name: body.name,
+        changedAt: parseZonedTimestamp(body.changedAt)!,
+      }));
+    } catch (error) {
+      if (error instanceof BusUnavailableError)
+        throw new DeliveryFailedException('event bus unavailable', error);
+      if (error instanceof StorageUnavailableError)
+        throw new DeliveryFailedException('storage unavailable', error);
+      throw error;
+    }
+    if (receivers === 0) throw new NoListenersException();
+    return { success: true };
+  }
+}

@@ -1,0 +1,18 @@
+import { InternalServerErrorException } from '@nestjs/common';
+import { ExpectedServerErrorException } from '../common/http-exception.filter.js';
+
+/**
+ * Spec 4.3 rule 2, in the contract's words. The event is stored all the same; nobody
+ * listening is a normal state, so it is logged as a warning.
+ */
+export class NoListenersException extends ExpectedServerErrorException {
+  constructor() {
+    super('Failed to deliver event: no active listeners');
+  }
+}
+
+export class DeliveryFailedException extends InternalServerErrorException {
+  constructor(reason: 'event bus unavailable' | 'storage unavailable', cause: unknown) {
+    super(`Failed to deliver event: ${reason}`, { cause });
+  }
+}

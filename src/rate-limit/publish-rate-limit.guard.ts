@@ -1,0 +1,50 @@
+import {
+  CanActivate,
+  ExecutionContext,
+  HttpException,
+  HttpStatus,
+  Injectable,
+} from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { Request, Response } from 'express';
+import type { AppConfig } from '../config/configuration.js';
+import { RateLimitStore } from './rate-limit.store.js';
+
+/**
+ * PUBLISH_RATE_LIMIT publishes per PUBLISH_RATE_WINDOW_MS per client address (0, the
+ * default, turns it off), across all instances; past it, 429 with Retry-After.
+ * (Written here rather than with @nestjs/throttler, which is CommonJS importing the ESM-only
+ * NestJS 12 packages, something Jest cannot load on Node 20.)
+ */
+@Injectable()
+export class PublishRateLimitGuard implements CanActivate {
+  private readonly limit: number;
+  private readonly windowMs: number;
+
+  constructor(
+    private readonly store: RateLimitStore,
+    config: ConfigService<AppConfig, true>,
+  ) {
+    ({ rateLimit: this.limit, rateWindowMs: this.windowMs } = config.get('publish', {
+      infer: true,
+    }));
+  }
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (this.limit === 0) return true;
+    const http = context.switchToHttp();
+    const request = http.getRequest<Request>();
+    const response = http.getResponse<Response>();
+    const record = await this.store.hit(`publish:${request.ip}`, this.limit, this.windowMs);
+    response.setHeader('X-RateLimit-Limit', this.limit);
+    response.setHeader('X-RateLimit-Remaining', Math.max(0, this.limit - record.hits));
+    if (record.blocked) {
+      response.setHeader('Retry-After', record.retryAfterSeconds);
+      throw new HttpException(
+        'Too many requests: the publish rate limit is exceeded',
+        HttpStatus.TOO_MANY_REQUESTS,
+      );
+    }
+    return true;
+  }
+}

@@ -1,0 +1,166 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, waitFor } from './ports.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const DIST_MAIN = join(ROOT, 'dist', 'main.js');
+/**
+ * A private build, when dist/ is stale, laid out as the repository is (`package.json` beside
+ * `dist/`, which the code reads and which makes the files ES modules); `node_modules` is
+ * found up the tree.
+ */
+const PRIVATE_BUILD = join(ROOT, 'test', 'artifacts', 'service-build');
+
+/** The newest modification time of the files under `dir`. */
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) {
+      newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+    }
+  }
+  return newest;
+}
+
+function isFresh(main: string, sources: number): boolean {
+  return existsSync(main) && statSync(main).mtimeMs >= sources;
+}
+
+let main: string | undefined;
+
+/**
+ * The built service's entry: dist/main.js when it is newer than src/ (`npm test` builds it
+ * first), else a build of its own under test/artifacts/, compiled with tsc. That build never
+ * touches dist/, which others may be running, and type errors elsewhere in a tree being
+ * edited do not stop it (tsc emits all the same).
+ */
+export function ensureBuilt(): string {
+  if (main) return main;
+  const sources = newestMtime(join(ROOT, 'src'));
+  if (isFresh(DIST_MAIN, sources)) return (main = DIST_MAIN);
+  const privateMain = join(PRIVATE_BUILD, 'dist', 'main.js');
+  if (isFresh(privateMain, sources)) return (main = privateMain);
+  const staging = `${PRIVATE_BUILD}-${process.pid}`;
+  rmSync(staging, { recursive: true, force: true });
+  try {
+    execFileSync(
+      process.execPath,
+      [
+        join(ROOT, 'node_modules/typescript/bin/tsc'),
+        '-p',
+        'tsconfig.build.json',
+        '--outDir',
+        join(staging, 'dist'),
+      ],
+      { cwd: ROOT, stdio: 'pipe', timeout: 180_000 },
+    );
+  } catch (error) {
+    if (!existsSync(join(staging, 'dist', 'main.js'))) throw error;
+  }
+  copyFileSync(join(ROOT, 'package.json'), join(staging, 'package.json'));
+  // The assets nest-cli.json copies.
+  if (existsSync(join(ROOT, 'src', 'public'))) {
+    cpSync(join(ROOT, 'src', 'public'), join(staging, 'dist', 'public'), { recursive: true });
+  }
+  rmSync(PRIVATE_BUILD, { recursive: true, force: true });
+  renameSync(staging, PRIVATE_BUILD);
+  return (main = privateMain);
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/**
+ * The built service (`node dist/main.js`) as a child process on a free loopback port, so a
+ * test can kill it (SIGKILL) or stop it (SIGTERM) as an orchestrator would. It runs in an
+ * empty working directory with only the environment given (no `.env` is read).
+ */
+export class ServiceProcess {
+  output = '';
+  readonly exited: Promise<Exit>;
+  exit?: Exit;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly port: number,
+    private readonly cwd: string,
+  ) {
+    child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    this.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        this.exit = { code, signal };
+        rmSync(this.cwd, { recursive: true, force: true });
+        resolve(this.exit);
+      }),
+    );
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  /** Starts the service and resolves once it is ready (GET /api/health/ready is 200). */
+  static async start(env: Record<string, string>): Promise<ServiceProcess> {
+    const port = await freePort();
+    const cwd = mkdtempSync(join(tmpdir(), 'service-process-'));
+    const child = spawn(process.execPath, [ensureBuilt()], {
+      cwd,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        LOG_LEVEL: 'warn',
+        ...env,
+        PORT: String(port),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const service = new ServiceProcess(child, port, cwd);
+    try {
+      const ready = waitFor(
+        `the service on port ${port} to be ready`,
+        async () => {
+          const res = await fetch(`${service.url}/api/health/ready`);
+          await res.arrayBuffer();
+          return res.status === 200;
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      const died = service.exited.then((exit) => {
+        throw new Error(`The service exited (${JSON.stringify(exit)}):\n${service.output}`);
+      });
+      await Promise.race([ready, died]);
+    } catch (error) {
+      await service.stop('SIGKILL');
+      throw error;
+    }
+    return service;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (!this.exit) this.child.kill(signal);
+  }
+
+  /** Sends `signal` (if still running) and waits for the exit. */
+  async stop(signal: NodeJS.Signals = 'SIGKILL'): Promise<Exit> {
+    this.signal(signal);
+    return this.exited;
+  }
+}

@@ -1,0 +1,107 @@
+import net from 'node:net';
+
+/**
+ * A TCP proxy on a loopback port in front of a server (Postgres in the fault tests). `cut()`
+ * drops every connection and resets new ones, as a dead or partitioned server would;
+ * `stall()` keeps every connection open and carries nothing, as a hung server or a firewall
+ * that drops packets would; `restore()` lets connections through again. The real server is
+ * never touched.
+ */
+export class TcpProxy {
+  private readonly server: net.Server;
+  /** Each open connection's two directions, to stop and start what they carry. */
+  private readonly pipes = new Set<{ from: net.Socket; to: net.Socket }>();
+  /** Connections accepted while stalled: forwarded once restored. */
+  private held: net.Socket[] = [];
+  private refusing = false;
+  private stalled = false;
+  /** Connections accepted and forwarded since the start. */
+  forwarded = 0;
+
+  private constructor(
+    private readonly target: { host: string; port: number },
+    readonly port: number,
+    server: net.Server,
+  ) {
+    this.server = server;
+  }
+
+  static async start(target: { host: string; port: number }): Promise<TcpProxy> {
+    const server = net.createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const proxy = new TcpProxy(target, (server.address() as net.AddressInfo).port, server);
+    server.on('connection', (client) => proxy.accept(client));
+    return proxy;
+  }
+
+  get isCut(): boolean {
+    return this.refusing;
+  }
+
+  /** Destroys every open connection and refuses (resets) new ones until `restore()`. */
+  cut(): void {
+    this.refusing = true;
+    for (const { from } of this.pipes) from.resetAndDestroy();
+    for (const client of this.held.splice(0)) client.resetAndDestroy();
+    this.pipes.clear();
+  }
+
+  /** Carries nothing more, either way, on open or new connections, until `restore()`. */
+  stall(): void {
+    this.stalled = true;
+    for (const { from, to } of this.pipes) {
+      from.unpipe(to);
+      from.pause();
+    }
+  }
+
+  restore(): void {
+    this.refusing = false;
+    if (!this.stalled) return;
+    this.stalled = false;
+    for (const { from, to } of this.pipes) from.pipe(to);
+    for (const client of this.held.splice(0)) this.forward(client);
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: net.Socket): void {
+    if (this.refusing) {
+      client.on('error', () => undefined);
+      client.resetAndDestroy();
+      return;
+    }
+    if (this.stalled) {
+      client.on('error', () => undefined);
+      client.pause();
+      this.held.push(client);
+      return;
+    }
+    this.forward(client);
+  }
+
+  private forward(client: net.Socket): void {
+    if (client.destroyed) return;
+    this.forwarded++;
+    const upstream = net.connect(this.target);
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      const pipe = { from, to };
+      this.pipes.add(pipe);
+      from.on('error', () => to.destroy());
+      from.on('close', () => {
+        this.pipes.delete(pipe);
+        to.destroy();
+      });
+      from.pipe(to);
+    }
+  }
+}
