@@ -1,11 +1,11 @@
 import net from 'node:net';
 
 /**
- * A TCP proxy on a loopback port in front of a server (Postgres in the fault tests). `cut()`
- * drops every connection and resets new ones, as a dead or partitioned server would;
+ * A TCP proxy on a loopback port in front of a server (Postgres or Redis in the fault tests).
+ * `cut()` drops every connection and resets new ones, as a dead or partitioned server would;
  * `stall()` keeps every connection open and carries nothing, as a hung server or a firewall
- * that drops packets would; `restore()` lets connections through again. The real server is
- * never touched.
+ * that drops packets would; `drop()` resets the open connections only; `restore()` lets
+ * connections through again. The real server is never touched.
  */
 export class TcpProxy {
   private readonly server: net.Server;
@@ -41,11 +41,21 @@ export class TcpProxy {
     return this.refusing;
   }
 
+  /** Connections accepted while stalled, connected on the client's side and carried nowhere. */
+  get heldCount(): number {
+    return this.held.length;
+  }
+
   /** Destroys every open connection and refuses (resets) new ones until `restore()`. */
   cut(): void {
     this.refusing = true;
-    for (const { from } of this.pipes) from.resetAndDestroy();
-    for (const client of this.held.splice(0)) client.resetAndDestroy();
+    this.drop();
+    for (const client of this.held.splice(0)) reset(client);
+  }
+
+  /** Resets every connection being carried; new ones are accepted (or held, while stalled). */
+  drop(): void {
+    for (const { from } of this.pipes) reset(from);
     this.pipes.clear();
   }
 
@@ -74,7 +84,7 @@ export class TcpProxy {
   private accept(client: net.Socket): void {
     if (this.refusing) {
       client.on('error', () => undefined);
-      client.resetAndDestroy();
+      reset(client);
       return;
     }
     if (this.stalled) {
@@ -104,4 +114,14 @@ export class TcpProxy {
       from.pipe(to);
     }
   }
+}
+
+/**
+ * Resets a connection (RST), as a dead server would. One already ending (its peer closed its
+ * side, or end() was called) is destroyed instead: Node 20 cannot reset a TCP handle that is
+ * shutting down (libuv answers EINVAL), then never closes it, and the process cannot exit.
+ */
+function reset(socket: net.Socket): void {
+  if (socket.writableEnded) socket.destroy();
+  else socket.resetAndDestroy();
 }
