@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { EventStreamService } from '../src/events/event-stream.service.js';
 import { redisEnv, startApp, uniqueRedisPrefix, type TestApp } from './support/app.js';
+import { REDIS_URL } from './support/environment.js';
 import { TestDatabase } from './support/database.js';
 import { http, post } from './support/http.js';
 import { waitFor } from './support/ports.js';
@@ -369,6 +370,81 @@ describe('faults: Redis down, hung, and back (a throwaway redis-server: killed, 
     expect(spies.rejections).toEqual([]);
     expect(spies.exceptions).toEqual([]);
   }, 60_000);
+});
+
+describe('faults: a Redis connection still being opened (a TCP proxy in front of Redis holds its handshake)', () => {
+  let proxy: TcpProxy;
+  let db: TestDatabase;
+  let app: TestApp;
+  let spies: ProcessSpies;
+  const streams: SseStream[] = [];
+  const listen = async (query = '', headers: Record<string, string> = {}) => {
+    const stream = await SseStream.open(`${app.url}${LISTEN}${query}`, headers);
+    streams.push(stream);
+    return stream;
+  };
+
+  beforeAll(async () => {
+    spies = spyOnProcessFailures();
+    const redis = new URL(REDIS_URL);
+    proxy = await TcpProxy.start({ host: redis.hostname, port: Number(redis.port || 6379) });
+    db = await TestDatabase.create();
+    app = await startApp({
+      DATABASE_URL: db.url,
+      REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
+      REDIS_KEY_PREFIX: uniqueRedisPrefix(),
+    });
+  });
+
+  afterAll(async () => {
+    for (const stream of streams.splice(0)) stream.close();
+    spies?.stop();
+    await app?.close();
+    await proxy?.close();
+    await db?.drop();
+  });
+
+  it('answers a listen that arrives before the new connection is ready with the contract 500, and keeps that connection', async () => {
+    const first = await listen();
+    expect(first.status).toBe(200);
+    expect(proxy.forwarded).toBe(2);
+
+    // Both connections drop; their replacements connect, and the proxy holds what they send.
+    // A SUBSCRIBE written now, before ioredis's ready check (Redis allows SUBSCRIBE while
+    // loading), would put the connection in subscriber mode: the ready check's INFO would be
+    // refused, and ioredis would drop the connection it had just opened.
+    proxy.stall();
+    proxy.drop();
+    await first.until((s) => s.ended, 10_000);
+    await waitFor(
+      'both Redis connections to be opened again and held',
+      () => proxy.heldCount === 2,
+    );
+    const opening = listen('', { 'Last-Event-ID': first.events.at(-1)?.id ?? '0' });
+    await Promise.race([opening, settle(300)]);
+    proxy.restore();
+    const refused = await opening;
+    expect(refused.status).toBe(500);
+    expect(JSON.parse(await refused.body())).toEqual(STREAM_FAILED);
+
+    // Once the connection is ready, a listen subscribes, and the connection stays: no third one.
+    const stream = await waitFor('a listen to succeed once Redis answers', async () => {
+      const attempt = await listen();
+      if (attempt.status === 200) return attempt;
+      attempt.close();
+      return undefined;
+    });
+    await settle(500);
+    expect(stream.ended).toBe(false);
+    expect(proxy.forwarded).toBe(4);
+    expect(app.app.get(EventStreamService).listenerCount).toBe(1);
+    const body = eventsOf(uniqueUser())();
+    expect((await post(`${app.url}${PUBLISH}`, body)).body).toEqual({ success: true });
+    await stream.untilEvents(1);
+    expect(stream.events.map((e) => e.data)).toEqual([streamed(body)]);
+    expect(spies.rejections).toEqual([]);
+    expect(spies.exceptions).toEqual([]);
+  });
 });
 
 describe('faults: Postgres down and back (a TCP proxy in front of it, cut and restored)', () => {

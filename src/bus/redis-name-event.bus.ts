@@ -106,6 +106,13 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnA
 
   attach(receiver: BusReceiver): Promise<void> {
     return this.serially(async () => {
+      // Redis accepts SUBSCRIBE on a connection still being opened, and ioredis sends it
+      // before its ready check; that check's INFO is then refused in subscriber mode, and
+      // ioredis drops the connection, ending the stream it had just let open. Until the
+      // connection is ready, Redis is not reachable yet.
+      if (this.subscriber.status !== 'ready') {
+        throw new BusUnavailableError(`Redis subscriber not ready (${this.subscriber.status})`);
+      }
       try {
         await this.subscriber.subscribe(this.channel);
       } catch (error) {
