@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { EventStreamService } from '../src/events/event-stream.service.js';
-import { redisEnv, startApp, uniqueRedisPrefix, type TestApp } from './support/app.js';
+import { redisEnv, startApp, type TestApp } from './support/app.js';
 import { REDIS_URL } from './support/environment.js';
 import { TestDatabase } from './support/database.js';
 import { http, post } from './support/http.js';
@@ -61,17 +61,27 @@ function inOrder(stream: SseStream) {
   return stream.events.map((e) => e.data);
 }
 
+/** Opens streams on the describe's app (read when called), and closes every one it opened. */
+function streamsOf(appOf: () => TestApp) {
+  const streams: SseStream[] = [];
+  return {
+    listen: async (query = '', headers: Record<string, string> = {}) => {
+      const stream = await SseStream.open(`${appOf().url}${LISTEN}${query}`, headers);
+      streams.push(stream);
+      return stream;
+    },
+    closeStreams: () => {
+      for (const stream of streams.splice(0)) stream.close();
+    },
+  };
+}
+
 describe('faults: Redis down, hung, and back (a throwaway redis-server: killed, stopped, restarted)', () => {
   let redis: ThrowawayRedis;
   let db: TestDatabase;
   let app: TestApp;
   let spies: ProcessSpies;
-  const streams: SseStream[] = [];
-  const listen = async (query = '', headers: Record<string, string> = {}) => {
-    const stream = await SseStream.open(`${app.url}${LISTEN}${query}`, headers);
-    streams.push(stream);
-    return stream;
-  };
+  const { listen, closeStreams } = streamsOf(() => app);
   const listeners = () => app.app.get(EventStreamService).listenerCount;
   /** A stream of everyone's events, once Redis answers (a listen gets 500 until then). */
   const listenWhenUp = () =>
@@ -93,16 +103,10 @@ describe('faults: Redis down, hung, and back (a throwaway redis-server: killed, 
     spies = spyOnProcessFailures();
     redis = await ThrowawayRedis.start();
     db = await TestDatabase.create();
-    app = await startApp({
-      DATABASE_URL: db.url,
-      REDIS_URL: redis.url,
-      REDIS_KEY_PREFIX: uniqueRedisPrefix(),
-    });
+    app = await startApp({ ...redisEnv(db.url), REDIS_URL: redis.url });
   });
 
-  afterEach(() => {
-    for (const stream of streams.splice(0)) stream.close();
-  });
+  afterEach(closeStreams);
 
   afterAll(async () => {
     spies?.stop();
@@ -377,27 +381,18 @@ describe('faults: a Redis connection still being opened (a TCP proxy in front of
   let db: TestDatabase;
   let app: TestApp;
   let spies: ProcessSpies;
-  const streams: SseStream[] = [];
-  const listen = async (query = '', headers: Record<string, string> = {}) => {
-    const stream = await SseStream.open(`${app.url}${LISTEN}${query}`, headers);
-    streams.push(stream);
-    return stream;
-  };
+  const { listen, closeStreams } = streamsOf(() => app);
 
   beforeAll(async () => {
     spies = spyOnProcessFailures();
     const redis = new URL(REDIS_URL);
     proxy = await TcpProxy.start({ host: redis.hostname, port: Number(redis.port || 6379) });
     db = await TestDatabase.create();
-    app = await startApp({
-      DATABASE_URL: db.url,
-      REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
-      REDIS_KEY_PREFIX: uniqueRedisPrefix(),
-    });
+    app = await startApp({ ...redisEnv(db.url), REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
   });
 
   afterAll(async () => {
-    for (const stream of streams.splice(0)) stream.close();
+    closeStreams();
     spies?.stop();
     await app?.close();
     await proxy?.close();
@@ -452,12 +447,7 @@ describe('faults: Postgres down and back (a TCP proxy in front of it, cut and re
   let db: TestDatabase;
   let app: TestApp;
   let spies: ProcessSpies;
-  const streams: SseStream[] = [];
-  const listen = async (query = '', headers: Record<string, string> = {}) => {
-    const stream = await SseStream.open(`${app.url}${LISTEN}${query}`, headers);
-    streams.push(stream);
-    return stream;
-  };
+  const { listen, closeStreams } = streamsOf(() => app);
   const storedNames = async (userId: string) =>
     (
       await db.query<{ name: string }>(
@@ -477,9 +467,7 @@ describe('faults: Postgres down and back (a TCP proxy in front of it, cut and re
     app = await startApp(redisEnv(viaProxy.toString()));
   });
 
-  afterEach(() => {
-    for (const stream of streams.splice(0)) stream.close();
-  });
+  afterEach(closeStreams);
 
   afterAll(async () => {
     spies?.stop();
