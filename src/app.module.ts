@@ -9,7 +9,9 @@ import { DetectorModule } from './detector/detector.module.js';
 import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { NameEventsModule } from './name-events/name-events.module.js';
 import { PublishModule } from './publish/publish.module.js';
+import { RedisModule } from './redis/redis.module.js';
 
 /**
  * The application. `forRoot(env)` validates the environment first: a bad variable throws a
@@ -37,6 +39,8 @@ export class AppModule {
         }),
         MetricsModule,
         DatabaseModule,
+        RedisModule,
+        NameEventsModule,
         HealthModule,
         HistoryModule,
         PublishModule,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
 import pg from 'pg';
 import { EventStreamService } from '../src/events/event-stream.service.js';
 import { redisEnv, startApp, type TestApp } from './support/app.js';
@@ -8,7 +9,7 @@ import { http, post } from './support/http.js';
 import { waitFor } from './support/ports.js';
 import { spyOnProcessFailures, type ProcessSpies } from './support/process-spies.js';
 import { ThrowawayRedis } from './support/redis-server.js';
-import { settle, SseStream } from './support/sse.js';
+import { opening, settle, SseStream } from './support/sse.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 
 const LISTEN = '/api/webhooks/prevnames/listen';
@@ -557,16 +558,16 @@ describe('faults: Postgres down and back (a TCP proxy in front of it, cut and re
     // A live-only stream reads its starting id as a best effort: it opens without it, after
     // the service's 2 s wait, well before the database's own timeouts (5 s for a connection,
     // 11 s for a query on an open one, as here) would end the wait.
-    const opening = listen();
+    const pendingOpen = listen();
     const opened = await Promise.race([
-      opening,
+      pendingOpen,
       settle(8_000).then(() => 'still waiting after 8 s' as const),
     ]);
     expect(opened).not.toBe('still waiting after 8 s');
-    const live = await opening;
+    const live = await pendingOpen;
     expect(live.status).toBe(200);
     await live.until((s) => s.raw.length > 0);
-    expect(live.raw).toBe('retry: 3000\n\n');
+    expect(live.raw).toBe(opening(''));
     live.close();
     const [published, history] = await Promise.all([
       post(`${app.url}${PUBLISH}`, next()),
@@ -598,10 +599,20 @@ describe('faults: Postgres down and back (a TCP proxy in front of it, cut and re
     expect(watcher.status).toBe(200);
 
     const bodies = Array.from({ length: 40 }, () => next());
-    const answers = bodies.map((body) => post(`${app.url}${PUBLISH}`, body));
+    const before = [];
+    for (const body of bodies.slice(0, 5)) before.push(await post(`${app.url}${PUBLISH}`, body));
     await watcher.untilEvents(5, 10_000);
+    // The rest reach the service while Postgres hangs, and are in flight when it drops.
+    proxy.stall();
+    let received = 0;
+    const server = app.app.getHttpServer() as Server;
+    const count = () => received++;
+    server.on('request', count);
+    const during = bodies.slice(5).map((body) => post(`${app.url}${PUBLISH}`, body));
+    await waitFor('every POST to reach the service', () => received === during.length);
+    server.off('request', count);
     proxy.cut();
-    const results = await Promise.all(answers);
+    const results = [...before, ...(await Promise.all(during))];
     const failed = results.flatMap((res, i) => (res.status === 200 ? [] : [i]));
     for (const i of failed) expect(results[i].body).toEqual(STORAGE_DOWN);
     expect(failed.length).toBeGreaterThan(0);

@@ -372,6 +372,15 @@ describe('floods: stopping with listeners that stopped reading', () => {
     expect(healthy.status).toBe(200);
 
     // A client that stops reading in the middle of its replay: the server waits on it.
+    const stalledResponse = new Promise<ServerResponse>((resolve) => {
+      const server = started.app.getHttpServer() as Server;
+      const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+        if (req.url !== `${LISTEN}?userId=stalled`) return;
+        server.off('request', onRequest);
+        resolve(res);
+      };
+      server.on('request', onRequest);
+    });
     const replaying = net.connect({ port, host: '127.0.0.1' });
     replaying.on('error', () => undefined);
     replaying.write(
@@ -379,16 +388,8 @@ describe('floods: stopping with listeners that stopped reading', () => {
     );
     replaying.pause();
     const service = started.app.get(EventStreamService);
-    // A peek inside (test only): the per-user listeners and their responses.
-    type Listeners = Map<string, Set<{ response: ServerResponse }>>;
-    const connections = () => [
-      ...((service as unknown as { byUser: Listeners }).byUser.get('stalled') ?? []),
-    ];
-    await waitFor('the replay to wait for a reader', () =>
-      connections().some(
-        (c) => c.response.socket?.writableNeedDrain ?? c.response.writableNeedDrain,
-      ),
-    );
+    const response = await stalledResponse;
+    await waitFor('the replay to wait for a reader', () => response.socket?.writableNeedDrain);
     expect(service.listenerCount).toBe(2);
 
     const closedAt = Date.now();

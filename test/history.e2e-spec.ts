@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { NameChangeEvent } from '../src/history/name-change-event.entity.js';
+import { NameChangeEvent } from '../src/name-events/name-change-event.entity.js';
 import { startApp, type TestApp } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import { http } from './support/http.js';

@@ -185,7 +185,7 @@ describe('operations and security', () => {
         sample(after.text, 'name_history_publish_duration_seconds_count'),
       ).toBeGreaterThanOrEqual(1);
       expect(
-        sample(after.text, 'name_history_publish_to_write_seconds_count'),
+        sample(after.text, 'name_history_publish_to_delivery_seconds_count'),
       ).toBeGreaterThanOrEqual(1);
       expect(after.text).toContain('process_resident_memory_bytes');
       stream.close();

@@ -7,7 +7,7 @@ import { TestDatabase } from './support/database.js';
 import { http, post } from './support/http.js';
 import { waitFor } from './support/ports.js';
 import { ThrowawayRedis } from './support/redis-server.js';
-import { settle, SseStream } from './support/sse.js';
+import { opening, settle, SseStream, STREAM_CACHE_CONTROL } from './support/sse.js';
 
 const LISTEN = '/api/webhooks/prevnames/listen';
 const PUBLISH = '/api/webhooks/prevnames';
@@ -82,14 +82,14 @@ describe.each(shapes)('publish and listen, one instance, on $name', (shape) => {
     const stream = await listen();
     expect(stream.status).toBe(200);
     expect(stream.headers['content-type']).toBe('text/event-stream');
-    expect(stream.headers['cache-control']).toBe('no-cache');
+    expect(stream.headers['cache-control']).toBe(STREAM_CACHE_CONTROL);
     expect(stream.headers['connection']).toBe('keep-alive');
     expect(stream.headers['x-accel-buffering']).toBe('no');
     expect(stream.headers['content-encoding']).toBeUndefined();
     await stream.until((s) => s.raw.length > 0);
-    const opening = /^retry: 3000\nid: (\d+)\n\n$/.exec(stream.raw);
-    expect(opening).not.toBeNull();
-    const startId = opening![1];
+    const start = /^\nid: (\d+)\nretry: 3000\n\n$/.exec(stream.raw);
+    expect(start).not.toBeNull();
+    const startId = start![1];
 
     const body = event({ changedAt: '2024-06-07T17:30:00+02:00' });
     const res = await post(`${app.url}${PUBLISH}`, body);
@@ -100,7 +100,7 @@ describe.each(shapes)('publish and listen, one instance, on $name', (shape) => {
     const [{ id }] = stream.events;
     expect(BigInt(id!)).toBeGreaterThan(BigInt(startId));
     expect(stream.raw).toBe(
-      `retry: 3000\nid: ${startId}\n\nid: ${id}\ndata: {"userId":"${body.userId}","type":"username","name":"${body.name}","changedAt":"2024-06-07T15:30:00.000Z"}\n\n`,
+      `${opening(startId)}id: ${id}\ndata: {"userId":"${body.userId}","type":"username","name":"${body.name}","changedAt":"2024-06-07T15:30:00.000Z"}\n\n`,
     );
     expect(await historyOf(body.userId)).toEqual([
       { type: 'username', name: body.name, changedAt: '2024-06-07T15:30:00.000Z' },
@@ -242,7 +242,7 @@ describe.each(shapes)('publish and listen, one instance, on $name', (shape) => {
     });
     await resumed.untilEvents(1);
     expect(resumed.events.map((e) => e.data)).toEqual([missed]);
-    expect(resumed.raw.startsWith('retry: 3000\n\nid: ')).toBe(true);
+    expect(resumed.raw.startsWith(`${opening(startId)}id: `)).toBe(true);
   });
 
   it('sends keep-alive comments on an idle stream', async () => {
@@ -251,7 +251,7 @@ describe.each(shapes)('publish and listen, one instance, on $name', (shape) => {
       (s) => s.messages.filter((m) => m.comments.includes('keep-alive')).length >= 2,
       4_000,
     );
-    expect(stream.raw).toMatch(/^retry: 3000\nid: \d+\n\n: keep-alive\n\n: keep-alive\n\n/);
+    expect(stream.raw).toMatch(/^\nid: \d+\nretry: 3000\n\n: keep-alive\n\n: keep-alive\n\n/);
   });
 
   it('works with an EventSource client', async () => {
@@ -673,7 +673,9 @@ describe('an event stored and not yet broadcast (PUBLISH held by CLIENT PAUSE)',
     await resumed.untilEvents(2);
     await settle(200);
     const thirdId = keeper.events[2].id!;
-    expect(resumed.raw).toBe(`retry: 3000\n\n${frame(secondId, second)}${frame(thirdId, third)}`);
+    expect(resumed.raw).toBe(
+      `${opening(firstId)}${frame(secondId, second)}${frame(thirdId, third)}`,
+    );
     expect(BigInt(secondId)).toBe(BigInt(firstId) + 1n);
     expect(BigInt(thirdId)).toBe(BigInt(secondId) + 1n);
   });
@@ -696,14 +698,15 @@ describe('an event stored and not yet broadcast (PUBLISH held by CLIENT PAUSE)',
     await keeper.untilEvents(1);
     const heldId = keeper.events[0].id!;
     const left = await leaving;
-    expect(left.raw).toBe(`retry: 3000\nid: ${heldId}\n\n${frame(heldId, held)}`);
+    expect(left.raw).toBe(`${opening(heldId)}${frame(heldId, held)}`);
 
     // Resuming from the last id it read, it gets what came after, and nothing twice.
-    const resumed = await listen({ 'Last-Event-ID': left.messages.at(-1)!.id! });
+    const lastRead = left.messages.at(-1)!.id!;
+    const resumed = await listen({ 'Last-Event-ID': lastRead });
     expect((await post(`${app.url}${PUBLISH}`, next)).status).toBe(200);
     await keeper.untilEvents(2);
     await resumed.untilEvents(1);
     await settle(200);
-    expect(resumed.raw).toBe(`retry: 3000\n\n${frame(keeper.events[1].id!, next)}`);
+    expect(resumed.raw).toBe(`${opening(lastRead)}${frame(keeper.events[1].id!, next)}`);
   });
 });

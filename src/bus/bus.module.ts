@@ -1,32 +1,35 @@
 import { Logger, Module } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
-import type { AppConfig } from '../config/configuration.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { RedisConnections } from '../redis/redis-connections.js';
+import { RedisModule } from '../redis/redis.module.js';
 import { BusHealthIndicator } from './bus.health.js';
 import { InProcessNameEventBus } from './in-process-name-event.bus.js';
 import { NameEventBus } from './name-event-bus.js';
 import { RedisNameEventBus } from './redis-name-event.bus.js';
 
 /**
- * The name-event bus, chosen by REDIS_URL: Redis pub/sub between instances, or in-process
- * for the single instance of the embedded default. Publish and Events share it.
+ * The name-event bus: Redis pub/sub between instances when Redis is configured, in-process
+ * for the single instance of the embedded default. The name-event domain publishes on it and
+ * opens streams from it.
  */
 @Module({
-  imports: [TerminusModule],
+  imports: [TerminusModule, RedisModule],
   providers: [
     BusHealthIndicator,
     {
       provide: NameEventBus,
-      inject: [ConfigService],
-      useFactory: (config: ConfigService<AppConfig, true>): NameEventBus => {
-        const { url, keyPrefix } = config.get('redis', { infer: true });
+      inject: [RedisConnections, MetricsService],
+      useFactory: (redis: RedisConnections, metrics: MetricsService): NameEventBus => {
         const logger = new Logger('BusModule');
-        if (!url) {
+        if (!redis.enabled) {
           logger.log('Event bus: in-process (single instance; set REDIS_URL for several)');
           return new InProcessNameEventBus();
         }
-        logger.log(`Event bus: Redis pub/sub on channel ${keyPrefix}:name-events`);
-        return new RedisNameEventBus(url, `${keyPrefix}:name-events`);
+        logger.log(
+          `Event bus: Redis pub/sub on ${redis.key('name-events')} (${redis.description})`,
+        );
+        return new RedisNameEventBus(redis, metrics);
       },
     },
   ],

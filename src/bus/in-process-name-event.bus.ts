@@ -1,26 +1,31 @@
 import { Injectable } from '@nestjs/common';
-import type { StoredNameEvent } from '../history/name-change-event.repository.js';
-import { BusReceiver, NameEventBus } from './name-event-bus.js';
+import { Subject } from 'rxjs';
+import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import { BusSubscription, NameEventBus, NameEventDelivery } from './name-event-bus.js';
 
-/** The bus of a single instance (no REDIS_URL): delivery is a function call. */
+/** The bus of a single instance (no Redis): delivery is a function call. */
 @Injectable()
 export class InProcessNameEventBus extends NameEventBus {
   readonly kind = 'in-process';
-  private receiver?: BusReceiver;
+  private readonly deliveries = new Subject<NameEventDelivery>();
+  private holders = 0;
 
   async publish(events: readonly StoredNameEvent[], publishedAt: number): Promise<number[]> {
-    return events.map((event) => {
-      this.receiver?.deliver(event, publishedAt);
-      return this.receiver ? 1 : 0;
-    });
+    const receivers = this.holders > 0 ? 1 : 0;
+    if (receivers) for (const event of events) this.deliveries.next({ event, publishedAt });
+    return events.map(() => receivers);
   }
 
-  async attach(receiver: BusReceiver): Promise<void> {
-    this.receiver = receiver;
-  }
-
-  async detach(): Promise<void> {
-    this.receiver = undefined;
+  async subscribe(): Promise<BusSubscription> {
+    this.holders++;
+    let held = true;
+    return {
+      deliveries$: this.deliveries.asObservable(),
+      release: () => {
+        if (held) this.holders--;
+        held = false;
+      },
+    };
   }
 
   async ping(): Promise<void> {}

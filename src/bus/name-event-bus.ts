@@ -1,14 +1,11 @@
-import type { StoredNameEvent } from '../history/name-change-event.repository.js';
+import type { Observable } from 'rxjs';
+import type { StoredNameEvent } from '../name-events/name-event.types.js';
 
-/** What the bus calls on the instance's one consumer (the event stream fan-out). */
-export interface BusReceiver {
-  /**
-   * An event published by any instance, in the order the broker received them.
-   * `publishedAt` is when its publish started (epoch ms, the publishing instance's clock).
-   */
-  deliver(event: StoredNameEvent, publishedAt: number): void;
-  /** Live delivery stopped (the broker connection was lost): events may have been missed. */
-  interrupted(reason: Error): void;
+/** An event as the bus delivers it to an instance. */
+export interface NameEventDelivery {
+  event: StoredNameEvent;
+  /** When its publish started (epoch ms, the publishing instance's clock). */
+  publishedAt: number;
 }
 
 /** The bus could not be reached. */
@@ -16,11 +13,22 @@ export class BusUnavailableError extends Error {
   override readonly name = 'BusUnavailableError';
 }
 
+/** This instance's subscription, held by one listener: `release()` it when done. */
+export interface BusSubscription {
+  /**
+   * Every event any instance publishes from now on, in the order the broker received them,
+   * shared by all of this instance's holders. Errors with BusUnavailableError when live
+   * delivery broke (events may have been missed).
+   */
+  readonly deliveries$: Observable<NameEventDelivery>;
+  release(): void;
+}
+
 /**
  * Carries stored events to every instance that has listeners. One implementation per
  * deployment shape: Redis pub/sub between instances, or in-process for a single one.
- * An instance is subscribed only while it has listeners, so the count `publish` returns
- * is the number of instances that have listeners.
+ * An instance is subscribed only while one of its listeners holds a subscription, so the
+ * count `publish` returns is the number of instances that have listeners.
  */
 export abstract class NameEventBus {
   /** `redis` or `in-process`, for the logs and readiness. */
@@ -33,18 +41,18 @@ export abstract class NameEventBus {
    */
   abstract publish(events: readonly StoredNameEvent[], publishedAt: number): Promise<number[]>;
 
-  /** Subscribes this instance, delivering to `receiver`. Rejects with BusUnavailableError. */
-  abstract attach(receiver: BusReceiver): Promise<void>;
-
-  /** Unsubscribes this instance. */
-  abstract detach(): Promise<void>;
+  /**
+   * Holds this instance's subscription (subscribing it if it is the first holder). Rejects
+   * with BusUnavailableError when the broker cannot be reached.
+   */
+  abstract subscribe(): Promise<BusSubscription>;
 
   /** Resolves when the broker answers; rejects otherwise. */
   abstract ping(): Promise<void>;
 
   /**
    * Resolves once every event whose publish was acknowledged before the call has been
-   * delivered to this instance's receiver.
+   * delivered to this instance's subscription.
    */
   abstract flush(): Promise<void>;
 }

@@ -1,67 +1,38 @@
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { Redis, type RedisOptions } from 'ioredis';
-import type { StoredNameEvent } from '../history/name-change-event.repository.js';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { Subject } from 'rxjs';
 import { withTimeout } from '../common/with-timeout.js';
-import { BusReceiver, BusUnavailableError, NameEventBus } from './name-event-bus.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import { RedisConnections } from '../redis/redis-connections.js';
+import {
+  BusSubscription,
+  BusUnavailableError,
+  NameEventBus,
+  NameEventDelivery,
+} from './name-event-bus.js';
 
 /** What travels on the channel: the stored event and when its publish started. */
 type BusMessage = StoredNameEvent & { publishedAt: number };
-
-/**
- * How long Redis may take to answer a command: past it the command fails, and the
- * connection is taken for dead (destroyed, then opened again). A Redis that hangs (stopped,
- * paused, cut off without a reset) then costs a request this long, not forever.
- */
-const REDIS_RESPONSE_TIMEOUT_MS = 5_000;
 
 /** How often the subscriber connection, otherwise silent, asks Redis whether it is alive. */
 const SUBSCRIBER_PING_MS = 2_000;
 
 /**
- * Commands fail at once while the connection is down (no offline queue), so a request
- * gets its 500 in milliseconds instead of waiting for a broker that may not come back.
- * A command that failed is not sent again on reconnect: a PUBLISH whose request was
- * already answered would reach listeners late, out of id order.
- */
-export function redisOptions(name: string): RedisOptions {
-  return {
-    connectionName: name,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2_000,
-    commandTimeout: REDIS_RESPONSE_TIMEOUT_MS,
-    socketTimeout: REDIS_RESPONSE_TIMEOUT_MS,
-    autoResendUnfulfilledCommands: false,
-    autoResubscribe: false,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-  };
-}
-
-/**
- * ioredis 5 arms its `socketTimeout` timer on the instance, not on the socket: when a
- * connection closes with a command unanswered (Redis killed while a heartbeat PING was out),
- * the timer survives, and when it fires it destroys the connection that replaced the dead
- * one, seconds after it came back (redis/ioredis#2147, fixed in ioredis 6). Every stream then
- * ends a second time for nothing. Disarmed here when a connection closes, as ioredis 6 does.
- */
-function disarmStaleSocketTimeout(connection: Redis): void {
-  const internals = connection as unknown as { socketTimeoutTimer?: NodeJS.Timeout };
-  clearTimeout(internals.socketTimeoutTimer);
-  internals.socketTimeoutTimer = undefined;
-}
-
-/**
  * Redis pub/sub between instances: one publisher connection and one subscriber connection
- * per instance, shared by all its listeners. Subscribe and unsubscribe run one after the
- * other, so the last call wins.
+ * per instance, the subscription shared by all its listeners and held only while one of them
+ * holds it. Subscribe and unsubscribe run one after the other, so the last call wins.
  */
 @Injectable()
-export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnApplicationShutdown {
+export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnModuleDestroy {
   readonly kind = 'redis';
   private readonly logger = new Logger('RedisNameEventBus');
   private readonly publisher: Redis;
   private readonly subscriber: Redis;
-  private receiver?: BusReceiver;
+  private readonly channel: string;
+  /** The deliveries of the current subscription; undefined while unsubscribed. */
+  private live?: Subject<NameEventDelivery>;
+  private holders = 0;
   private operations: Promise<unknown> = Promise.resolve();
   /**
    * While subscribed: a PING now and then, so a Redis that stopped answering is noticed (by
@@ -70,18 +41,13 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnA
   private heartbeat?: NodeJS.Timeout;
 
   constructor(
-    url: string,
-    private readonly channel: string,
+    redis: RedisConnections,
+    private readonly metrics: MetricsService,
   ) {
     super();
-    this.publisher = new Redis(url, redisOptions('name-events:pub'));
-    this.subscriber = new Redis(url, redisOptions('name-events:sub'));
-    for (const connection of [this.publisher, this.subscriber]) {
-      // ioredis reconnects by itself; an 'error' listener keeps a broker outage from
-      // becoming an unhandled 'error' event.
-      connection.on('error', (error: Error) => this.logger.warn(`Redis: ${error.message}`));
-      connection.on('close', () => disarmStaleSocketTimeout(connection));
-    }
+    this.channel = redis.key('name-events');
+    this.publisher = redis.create('publisher');
+    this.subscriber = redis.create('subscriber');
     this.subscriber.on('message', (_channel: string, message: string) => this.onMessage(message));
     this.subscriber.on('close', () => this.onSubscriberLost());
   }
@@ -104,31 +70,24 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnA
     return results!.map(([, receivers]) => receivers as number);
   }
 
-  attach(receiver: BusReceiver): Promise<void> {
+  subscribe(): Promise<BusSubscription> {
     return this.serially(async () => {
-      // Redis accepts SUBSCRIBE on a connection still being opened, and ioredis sends it
-      // before its ready check; that check's INFO is then refused in subscriber mode, and
-      // ioredis drops the connection, ending the stream it had just let open. Until the
-      // connection is ready, Redis is not reachable yet.
-      if (this.subscriber.status !== 'ready') {
-        throw new BusUnavailableError(`Redis subscriber not ready (${this.subscriber.status})`);
+      if (!this.live) {
+        // Until the connection is ready (reconnecting, or still in its handshake), Redis is
+        // not reachable yet: the listener gets its 500 at once rather than a stream that
+        // would end when the handshake does.
+        if (this.subscriber.status !== 'ready') {
+          throw new BusUnavailableError(`Redis subscriber not ready (${this.subscriber.status})`);
+        }
+        try {
+          await this.subscriber.subscribe(this.channel);
+        } catch (error) {
+          throw new BusUnavailableError(`Redis subscribe failed: ${(error as Error).message}`);
+        }
+        this.live = new Subject();
+        this.startHeartbeat();
       }
-      try {
-        await this.subscriber.subscribe(this.channel);
-      } catch (error) {
-        throw new BusUnavailableError(`Redis subscribe failed: ${(error as Error).message}`);
-      }
-      this.receiver = receiver;
-      this.startHeartbeat();
-    });
-  }
-
-  detach(): Promise<void> {
-    return this.serially(async () => {
-      this.receiver = undefined;
-      this.stopHeartbeat();
-      if (this.subscriber.status !== 'ready') return;
-      await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
+      return this.hold(this.live);
     });
   }
 
@@ -153,6 +112,10 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnA
     }
   }
 
+  onModuleDestroy(): void {
+    this.stopHeartbeat();
+  }
+
   async ping(): Promise<void> {
     await this.publisher.ping();
   }
@@ -169,21 +132,34 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnA
     }
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    this.receiver = undefined;
+  private hold(live: Subject<NameEventDelivery>): BusSubscription {
+    this.holders++;
+    let held = true;
+    return {
+      deliveries$: live.asObservable(),
+      release: () => {
+        if (!held) return;
+        held = false;
+        // A subscription lost meanwhile has no holders left to count.
+        if (live !== this.live) return;
+        if (--this.holders === 0) void this.serially(() => this.unsubscribeIfUnheld());
+      },
+    };
+  }
+
+  private async unsubscribeIfUnheld(): Promise<void> {
+    if (this.holders > 0 || !this.live) return;
+    this.live.complete();
+    this.live = undefined;
     this.stopHeartbeat();
-    // quit() waits for a reply, which a connection that is down never gives: cut it instead.
-    await Promise.allSettled(
-      [this.publisher, this.subscriber].map((c) =>
-        c.status === 'ready' ? c.quit() : c.disconnect(),
-      ),
-    );
+    if (this.subscriber.status !== 'ready') return;
+    await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
   }
 
   private startHeartbeat(): void {
     this.heartbeat ??= setInterval(() => {
       // A failed PING needs no handling here: a timeout closes the connection, and the
-      // 'close' handler ends the streams.
+      // 'close' handler ends the subscription.
       this.subscriber.ping().catch(() => undefined);
     }, SUBSCRIBER_PING_MS).unref();
   }
@@ -200,7 +176,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnA
   }
 
   private onMessage(message: string): void {
-    if (!this.receiver) return;
+    if (!this.live) return;
     let parsed: BusMessage;
     try {
       parsed = JSON.parse(message) as BusMessage;
@@ -209,14 +185,16 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnA
       return;
     }
     const { publishedAt, ...event } = parsed;
-    this.receiver.deliver(event, publishedAt);
+    this.metrics.publishToDelivery.observe(Math.max(0, Date.now() - publishedAt) / 1000);
+    this.live.next({ event, publishedAt });
   }
 
   /** The subscription died with the connection: whoever was listening may have missed events. */
   private onSubscriberLost(): void {
     this.stopHeartbeat();
-    const receiver = this.receiver;
-    this.receiver = undefined;
-    receiver?.interrupted(new BusUnavailableError('Redis subscriber connection lost'));
+    const live = this.live;
+    this.live = undefined;
+    this.holders = 0;
+    live?.error(new BusUnavailableError('Redis subscriber connection lost'));
   }
 }

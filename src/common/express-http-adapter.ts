@@ -1,25 +1,12 @@
 import type { NestApplicationOptions } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
-import type { Express } from 'express';
-import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 
 /**
- * Nest's Express adapter, with Node's HTTP server creating requests and responses that are
- * Express's from birth.
- *
- * Express gives each request its methods (`res.json`, `req.get`…) by calling
- * `Object.setPrototypeOf` on Node's `req` and `res` at the start of every request. V8 then
- * gives each of those objects hidden classes of its own, and every property added later (by
- * Express, Nest, the logger) builds more: measured here, that cost a bare Express 5 app
- * three quarters of its request rate, and each open stream about 2 KB of heap
- * (BENCHMARKS.md).
- *
- * Here Node's server constructs `req` and `res` as subclasses of its own classes whose
- * prototypes sit in front of Express's (`app.request` and `app.response` are replaced by
- * them, and inherit from the originals). Express's `setPrototypeOf` then finds the
- * prototype already in place and changes nothing, and the hidden classes stay shared by all
- * requests. Every method Express, Nest and middleware rely on is where it was, one link
- * further down the prototype chain.
+ * Nest's Express adapter, with Node's HTTP server created with the options this service
+ * needs: Node's own check for a missing Host header is off (`requireHostHeader: false`), so
+ * that the same check in the application answers with the error contract's JSON body
+ * (Node's answer is a bare 400 with no body).
  */
 export class ExpressHttpAdapter extends ExpressAdapter {
   override initHttpServer(options: NestApplicationOptions): void {
@@ -28,16 +15,6 @@ export class ExpressHttpAdapter extends ExpressAdapter {
       super.initHttpServer(options);
       return;
     }
-    const app = this.getInstance<Express>();
-    class ExpressRequest extends IncomingMessage {}
-    class ExpressResponse extends ServerResponse {}
-    Object.setPrototypeOf(ExpressRequest.prototype, app.request);
-    Object.setPrototypeOf(ExpressResponse.prototype, app.response);
-    app.request = ExpressRequest.prototype as Express['request'];
-    app.response = ExpressResponse.prototype as unknown as Express['response'];
-    this.httpServer = createServer(
-      { IncomingMessage: ExpressRequest, ServerResponse: ExpressResponse },
-      app,
-    );
+    this.httpServer = createServer({ requireHostHeader: false }, this.getInstance());
   }
 }

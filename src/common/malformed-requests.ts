@@ -31,8 +31,7 @@ export function answerMalformedRequestsWithJson(app: NestExpressApplication): vo
       () => socket.destroy(),
     );
   });
-  // Node's own Host check answers before Express could; the same check, with the body.
-  (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
+  // Node's own Host check is off (ExpressHttpAdapter): the same check, with the body.
   app.use(requireHostHeader);
 }
 

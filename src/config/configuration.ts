@@ -8,7 +8,15 @@ export interface AppConfig {
   app: { port: number; shutdownTimeoutMs: number; logLevel: string };
   http: { corsOrigins: string[] | '*' | undefined; trustProxy: boolean | number | string };
   database: { url: string | undefined; dataDir: string; poolSize: number };
-  redis: { url: string | undefined; keyPrefix: string };
+  redis: {
+    url: string | undefined;
+    sentinels: { host: string; port: number }[] | undefined;
+    sentinelMaster: string | undefined;
+    sentinelPassword: string | undefined;
+    username: string | undefined;
+    password: string | undefined;
+    keyPrefix: string;
+  };
   sse: {
     keepAliveMs: number;
     replayLimit: number;
@@ -25,7 +33,15 @@ export function buildConfiguration(env: Record<string, string | undefined>): App
   return {
     app: { port: e.PORT, shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS, logLevel: e.LOG_LEVEL },
     database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, poolSize: e.DATABASE_POOL_SIZE },
-    redis: { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX },
+    redis: {
+      url: e.REDIS_URL,
+      sentinels: parseHostPorts(e.REDIS_SENTINELS),
+      sentinelMaster: e.REDIS_SENTINEL_MASTER,
+      sentinelPassword: e.REDIS_SENTINEL_PASSWORD,
+      username: e.REDIS_USERNAME,
+      password: e.REDIS_PASSWORD,
+      keyPrefix: e.REDIS_KEY_PREFIX,
+    },
     sse: {
       keepAliveMs: e.SSE_KEEPALIVE_MS,
       replayLimit: e.SSE_REPLAY_LIMIT,
@@ -41,6 +57,14 @@ export function buildConfiguration(env: Record<string, string | undefined>): App
     },
     discord: { token: e.DISCORD_TOKEN, leaseMs: e.DETECTOR_LEASE_MS },
   };
+}
+
+function parseHostPorts(value: string | undefined): { host: string; port: number }[] | undefined {
+  if (value === undefined) return undefined;
+  return value.split(',').map((entry) => {
+    const [host, port] = entry.trim().split(':');
+    return { host, port: Number(port) };
+  });
 }
 
 function parseOrigins(value: string | undefined): string[] | '*' | undefined {

@@ -53,6 +53,30 @@ export class EnvironmentVariables {
   REDIS_URL?: string;
 
   @IsOptional()
+  @Matches(/^\s*[^\s:,]+:\d{1,5}\s*(,\s*[^\s:,]+:\d{1,5}\s*)*$/, {
+    message: 'must be a comma-separated list of host:port',
+  })
+  REDIS_SENTINELS?: string;
+
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9._-]{1,64}$/, {
+    message: 'must be the name of the master the sentinels monitor',
+  })
+  REDIS_SENTINEL_MASTER?: string;
+
+  @IsOptional()
+  @IsString()
+  REDIS_SENTINEL_PASSWORD?: string;
+
+  @IsOptional()
+  @IsString()
+  REDIS_USERNAME?: string;
+
+  @IsOptional()
+  @IsString()
+  REDIS_PASSWORD?: string;
+
+  @IsOptional()
   @Matches(/^[A-Za-z0-9:_.-]{1,64}$/, {
     message: 'must be 1-64 characters of letters, digits, ":", "_", "." or "-"',
   })
@@ -155,7 +179,14 @@ export class ConfigurationError extends Error {
   override readonly name = 'ConfigurationError';
 }
 
-const SECRET_VARIABLES = new Set(['DATABASE_URL', 'REDIS_URL', 'PUBLISH_TOKEN', 'DISCORD_TOKEN']);
+const SECRET_VARIABLES = new Set([
+  'DATABASE_URL',
+  'REDIS_URL',
+  'REDIS_SENTINEL_PASSWORD',
+  'REDIS_PASSWORD',
+  'PUBLISH_TOKEN',
+  'DISCORD_TOKEN',
+]);
 
 export function validateEnvironment(env: Record<string, string | undefined>): EnvironmentVariables {
   const parsed = plainToInstance(EnvironmentVariables, given(env), { exposeDefaultValues: true });
@@ -171,6 +202,16 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
       : ` (got ${JSON.stringify(env[error.property])})`;
     throw new ConfigurationError(
       `Invalid configuration: ${error.property} ${stripProperty(reason, error.property)}${shown}`,
+    );
+  }
+  if (parsed.REDIS_SENTINELS && parsed.REDIS_URL) {
+    throw new ConfigurationError(
+      'Invalid configuration: set REDIS_URL or REDIS_SENTINELS, not both',
+    );
+  }
+  if (Boolean(parsed.REDIS_SENTINELS) !== Boolean(parsed.REDIS_SENTINEL_MASTER)) {
+    throw new ConfigurationError(
+      'Invalid configuration: REDIS_SENTINELS and REDIS_SENTINEL_MASTER go together',
     );
   }
   return parsed;

@@ -1,4 +1,4 @@
-import { NameChangeEvent } from '../history/name-change-event.entity.js';
+import { NameChangeEvent } from '../name-events/name-change-event.entity.js';
 
 /** Every entity the data source maps. */
 export const entities = [NameChangeEvent];

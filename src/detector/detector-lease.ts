@@ -1,8 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { redisOptions } from '../bus/redis-name-event.bus.js';
 
 /** What the lease tells its holder. */
 export interface LeaseHolder {
@@ -81,7 +80,8 @@ export class RedisDetectorLease extends DetectorLease {
   private resumeAt = 0;
 
   constructor(
-    private readonly url: string,
+    /** Opens the lease's own connection (closed with the others at shutdown). */
+    private readonly connect: () => Redis,
     readonly key: string,
     private readonly leaseMs: number,
   ) {
@@ -93,8 +93,7 @@ export class RedisDetectorLease extends DetectorLease {
 
   start(holder: LeaseHolder): void {
     this.holder = holder;
-    const redis = new Redis(this.url, redisOptions('detector:lease'));
-    redis.on('error', (error: Error) => this.logger.warn(`Lease Redis: ${error.message}`));
+    const redis = this.connect();
     // Commands fail at once while disconnected (no offline queue): try as soon as it is back.
     redis.on('ready', () => {
       if (!this.held) this.schedule(Math.max(0, this.resumeAt - Date.now()));
@@ -115,8 +114,6 @@ export class RedisDetectorLease extends DetectorLease {
     clearTimeout(this.timer);
     await this.inFlight;
     await this.release();
-    const redis = this.redis;
-    if (redis) await (redis.status === 'ready' ? redis.quit() : redis.disconnect());
   }
 
   private schedule(ms: number): void {

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
-import { StorageUnavailableError } from '../database/pg-pool.js';
+import { StorageUnavailableError } from '../name-events/name-event.types.js';
 import type { NameChange, PublishOutcome, PublishService } from '../publish/publish.service.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
@@ -54,7 +54,7 @@ describe('DetectorOutbox', () => {
 
   beforeEach(() => {
     settings = {
-      ...detectorSettings({ token: 'x', leaseMs: 30_000 }, { url: undefined, keyPrefix: 'test' }),
+      ...detectorSettings({ token: 'x', leaseMs: 30_000 }, { keyPrefix: 'test' }),
       publishRetryMs: 40,
       publishRetryMaxMs: 100,
     };

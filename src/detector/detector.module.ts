@@ -2,6 +2,8 @@ import { Module } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/configuration.js';
 import { PublishModule } from '../publish/publish.module.js';
+import { RedisConnections } from '../redis/redis-connections.js';
+import { RedisModule } from '../redis/redis.module.js';
 import { Clock } from './clock.js';
 import { DetectorLease, LocalDetectorLease, RedisDetectorLease } from './detector-lease.js';
 import { DetectorOutbox } from './detector-outbox.js';
@@ -16,7 +18,7 @@ import { NameChangeDetector } from './name-change-detector.js';
  * Offers nothing to other modules: its output is the events it publishes.
  */
 @Module({
-  imports: [PublishModule],
+  imports: [PublishModule, RedisModule],
   providers: [
     {
       provide: DETECTOR_SETTINGS,
@@ -29,9 +31,14 @@ import { NameChangeDetector } from './name-change-detector.js';
     },
     {
       provide: DetectorLease,
-      inject: [DETECTOR_SETTINGS],
-      useFactory: ({ redisUrl, leaseKey, leaseMs }: DetectorSettings): DetectorLease =>
-        redisUrl ? new RedisDetectorLease(redisUrl, leaseKey, leaseMs) : new LocalDetectorLease(),
+      inject: [DETECTOR_SETTINGS, RedisConnections],
+      useFactory: (
+        { leaseKey, leaseMs }: DetectorSettings,
+        redis: RedisConnections,
+      ): DetectorLease =>
+        redis.enabled
+          ? new RedisDetectorLease(() => redis.create('detector-lease'), leaseKey, leaseMs)
+          : new LocalDetectorLease(),
     },
     Clock,
     DiscordClientFactory,

@@ -6,8 +6,6 @@ export const DETECTOR_SETTINGS = 'DETECTOR_SETTINGS';
 export interface DetectorSettings {
   /** Unset: the detector is off. */
   token: string | undefined;
-  /** Unset: one instance, no lease. */
-  redisUrl: string | undefined;
   leaseKey: string;
   leaseMs: number;
   /** First delay after a failed login or a lost connection; doubles up to `loginRetryMaxMs`. */
@@ -28,11 +26,10 @@ export interface DetectorSettings {
 
 export function detectorSettings(
   discord: AppConfig['discord'],
-  redis: AppConfig['redis'],
+  redis: Pick<AppConfig['redis'], 'keyPrefix'>,
 ): DetectorSettings {
   return {
     token: discord.token,
-    redisUrl: redis.url,
     leaseKey: `${redis.keyPrefix}:detector:lease`,
     leaseMs: discord.leaseMs,
     loginRetryMs: 5_000,

@@ -45,10 +45,7 @@ describe('DiscordDetectorService', () => {
     overrides: Partial<DetectorSettings> = {},
   ): DiscordDetectorService {
     const settings: DetectorSettings = {
-      ...detectorSettings(
-        { token: TEST_DISCORD_TOKEN, leaseMs: 30_000 },
-        { url: undefined, keyPrefix: 'test' },
-      ),
+      ...detectorSettings({ token: TEST_DISCORD_TOKEN, leaseMs: 30_000 }, { keyPrefix: 'test' }),
       ...overrides,
     };
     factory = new FakeDiscordClientFactory(() => world);

@@ -37,7 +37,7 @@ describe('MemberCacheWarmer on a real discord.js client', () => {
     gateway = new FakeDiscordGateway(client, world);
     const settings = detectorSettings(
       { token: TEST_DISCORD_TOKEN, leaseMs: 30_000 },
-      { url: undefined, keyPrefix: 'test' },
+      { keyPrefix: 'test' },
     );
     stop = new MemberCacheWarmer(settings).watch(client);
     await client.login(TEST_DISCORD_TOKEN);

@@ -62,7 +62,7 @@ describe('NameChangeDetector on a real discord.js client', () => {
     const outbox = { enqueue: (change: NameChange) => changes.push(change) };
     const settings = detectorSettings(
       { token: TEST_DISCORD_TOKEN, leaseMs: 30_000 },
-      { url: undefined, keyPrefix: 'test' },
+      { keyPrefix: 'test' },
     );
     new NameChangeDetector(clock, outbox as unknown as DetectorOutbox, settings).watch(client);
     await client.login(TEST_DISCORD_TOKEN);

@@ -1,5 +1,5 @@
 import type { GuildMember, PartialGuildMember, PartialUser, User } from 'discord.js';
-import type { NameType } from '../history/name-change-event.entity.js';
+import type { NameType } from '../name-events/name-event.types.js';
 
 /** A name a user no longer has, read from discord.js's copy of the object before the update. */
 export interface DetectedChange {

@@ -3,28 +3,28 @@ import {
   Injectable,
   InternalServerErrorException,
   Logger,
-  OnModuleDestroy,
-  OnModuleInit,
+  MessageEvent,
   ServiceUnavailableException,
 } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import type { Request, Response } from 'express';
-import { Observable, Subject } from 'rxjs';
-import { BusReceiver, NameEventBus } from '../bus/name-event-bus.js';
-import { withTimeout } from '../common/with-timeout.js';
+import type { Request } from 'express';
+import type { Socket } from 'node:net';
+import { EMPTY, interval, map, Observable, share, type Subscription } from 'rxjs';
 import type { AppConfig } from '../config/configuration.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import {
-  NameChangeEventRepository,
-  type StoredNameEvent,
-} from '../history/name-change-event.repository.js';
-import { SseConnection } from './sse-connection.js';
-import { eventFrame, KEEP_ALIVE_FRAME, openingFrame, SSE_HEADERS } from './sse-frames.js';
+import { NameEventsService, type OpenedStream } from '../name-events/name-events.service.js';
+import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import { SseListener, type CloseReason, type Frame } from './sse-listener.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
 
-/** How long a new stream waits for its starting id before it opens without one. */
-const START_ID_TIMEOUT_MS = 2_000;
+/** At shutdown, streams end in waves over this window, so their clients do not all reconnect at once. */
+const HANDOVER_WINDOW_MS = 500;
+const HANDOVER_WAVES = 10;
+/** The `retry:` of a stream ended at shutdown: reconnect (to another instance) at once. */
+const HANDOVER_RETRY_MS = 100;
+
+const KEEP_ALIVE: Frame = { message: Object.freeze({ comment: 'keep-alive' }), bytes: 14 };
 
 export interface ListenOptions {
   userId?: string;
@@ -33,209 +33,176 @@ export interface ListenOptions {
 }
 
 /**
- * The live stream. Events arrive once per instance from the bus, are framed once, and the
- * same bytes are written to every listener (or every listener of that user). The instance
- * is subscribed to the bus only while it has listeners.
+ * The live stream, as Observables for Nest's `@Sse()`. Each listener's Observable is the
+ * opening (`retry:`, and where its stream starts), its replay and live events from the
+ * name-event domain, and keep-alive comments. An event is turned into its message once per
+ * instance: every listener is handed the same frozen object.
  */
 @Injectable()
-export class EventStreamService
-  implements OnModuleInit, OnModuleDestroy, BeforeApplicationShutdown
-{
-  private readonly logger = new Logger('EventStreamService');
-  private readonly everyone = new Set<SseConnection>();
-  private readonly byUser = new Map<string, Set<SseConnection>>();
-  private readonly events = new Subject<StoredNameEvent>();
+export class EventStreamService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('EventStream');
+  private readonly listeners = new Set<SseListener>();
+  private readonly frames = new WeakMap<StoredNameEvent, Frame>();
   private readonly sse: AppConfig['sse'];
-  private attached?: Promise<void>;
-  private keepAliveTimer?: NodeJS.Timeout;
+  /** One timer per instance, running while anyone listens. */
+  private readonly keepAlive$: Observable<Frame>;
+  /** Streams being set up: they count against the cap already. */
+  private opening = 0;
   private closing = false;
-  private count = 0;
-
-  /** Every event this instance receives from the bus, once each. */
-  readonly events$: Observable<StoredNameEvent> = this.events.asObservable();
-
-  private readonly receiver: BusReceiver = {
-    deliver: (event, publishedAt) => this.broadcast(event, publishedAt),
-    interrupted: (reason) => this.interrupt(reason),
-  };
 
   constructor(
-    private readonly bus: NameEventBus,
-    private readonly repository: NameChangeEventRepository,
+    private readonly nameEvents: NameEventsService,
     private readonly metrics: MetricsService,
     config: ConfigService<AppConfig, true>,
   ) {
     this.sse = config.get('sse', { infer: true });
-    metrics.onCollect(() => metrics.listeners.set(this.count));
+    this.keepAlive$ = interval(this.sse.keepAliveMs).pipe(
+      map(() => KEEP_ALIVE),
+      share(),
+    );
+    metrics.onCollect(() => metrics.listeners.set(this.listeners.size));
   }
 
-  /** Listeners connected to this instance. */
+  /** Listeners connected to this instance, or being set up. */
   get listenerCount(): number {
-    return this.count;
-  }
-
-  onModuleInit(): void {
-    this.keepAliveTimer = setInterval(() => this.keepAlive(), this.sse.keepAliveMs);
-    this.keepAliveTimer.unref();
-  }
-
-  /** Streams end before the HTTP server closes, or it would wait for them forever. */
-  beforeApplicationShutdown(): void {
-    this.closing = true;
-    this.endAll();
-  }
-
-  onModuleDestroy(): void {
-    clearInterval(this.keepAliveTimer);
+    return this.listeners.size + this.opening;
   }
 
   /**
-   * Opens a stream on `res`. Throws (before any byte is sent) a 503 when this instance is
-   * full or stopping, and a 500 when the bus or the backlog cannot be read.
+   * Sets a stream up: rejects (before any byte is sent) with a 503 when this instance is full
+   * or stopping, and a 500 when live delivery or the backlog cannot be set up. `signal` is
+   * the request's: aborted when the client leaves, even during setup.
    */
-  async open(req: Request, res: Response, options: ListenOptions): Promise<void> {
-    // A client that left while its request was on the way here gets no 'close' event any
-    // more: counted, it would stay a listener forever.
-    if (res.destroyed) return;
-    if (req.method === 'HEAD') {
-      // The headers a stream would have, and no stream: a HEAD has no body to hold open.
-      res.writeHead(200, SSE_HEADERS).end();
-      return;
-    }
+  async open(
+    req: Request,
+    options: ListenOptions,
+    signal: AbortSignal,
+  ): Promise<Observable<MessageEvent>> {
     if (this.closing) throw new ServiceUnavailableException('The service is shutting down');
-    if (this.count >= this.sse.maxListeners) {
+    if (this.listenerCount >= this.sse.maxListeners) {
       throw new ServiceUnavailableException('Too many listeners on this instance');
     }
-    const connection = new SseConnection(res, options.userId, this.sse.bufferLimitBytes, (c) =>
-      this.onSlowListener(c),
-    );
-    this.add(connection);
-    res.once('close', () => this.remove(connection));
-
-    let backlog: StoredNameEvent[] = [];
-    let startId: string | undefined;
+    this.opening++;
+    let reserved = true;
+    const unreserve = () => {
+      if (reserved) this.opening--;
+      reserved = false;
+    };
+    let opened: OpenedStream;
     try {
-      await this.attach();
-      if (options.lastEventId !== undefined) {
-        backlog = await this.repository.findAfterId(options.lastEventId.toString(), {
-          userId: options.userId,
-          limit: this.sse.replayLimit,
-        });
-      } else {
-        // Read after subscribing: anything stored later arrives live. Best effort: without
-        // the database (down, or hung) the stream still opens, only without its starting id.
-        startId = await withTimeout(this.repository.latestPublishedId(), START_ID_TIMEOUT_MS).catch(
-          () => undefined,
-        );
-        // Every event up to that id has been published; once those still on their way here
-        // have arrived, they go out right behind the id. A client that leaves after reading
-        // the id and resumes from it has missed nothing.
-        if (startId !== undefined) await this.bus.flush();
-      }
+      opened = await this.nameEvents.openStream({
+        userId: options.userId,
+        lastEventId: options.lastEventId,
+        replayLimit: this.sse.replayLimit,
+      });
     } catch (error) {
-      this.remove(connection);
+      unreserve();
       throw new InternalServerErrorException(STREAM_SETUP_FAILED, { cause: error });
     }
-    if (res.destroyed) return;
-    if (connection.isClosed) {
-      // Ended while being set up: the bus connection dropped, or the service is stopping.
-      this.remove(connection);
-      if (this.closing) throw new ServiceUnavailableException('The service is shutting down');
-      throw new InternalServerErrorException(STREAM_SETUP_FAILED);
+    // Nest never subscribes once the client has left: the stream is released either way.
+    const abandon = () => {
+      unreserve();
+      opened.close();
+    };
+    if (signal.aborted) {
+      abandon();
+      return EMPTY;
     }
-
-    req.socket.setNoDelay(true);
-    req.socket.setKeepAlive(true);
-    req.socket.setTimeout(0);
-    connection.start(SSE_HEADERS);
-    connection.write(openingFrame(this.sse.retryMs, startId));
-    await connection.replay(backlog.map(eventFrame));
-    this.metrics.eventsReplayed.inc(backlog.length);
-    connection.goLive(
-      options.lastEventId,
-      backlog.length > 0
-        ? { first: BigInt(backlog[0].id), last: BigInt(backlog.at(-1)!.id) }
-        : undefined,
-    );
-  }
-
-  private broadcast(event: StoredNameEvent, publishedAt: number): void {
-    this.events.next(event);
-    const id = BigInt(event.id);
-    const frame = eventFrame(event);
-    for (const connection of this.everyone) connection.send(id, frame);
-    const subscribers = this.byUser.get(event.userId);
-    if (subscribers) for (const connection of subscribers) connection.send(id, frame);
-    this.metrics.publishToWrite.observe(Math.max(0, Date.now() - publishedAt) / 1000);
-  }
-
-  private keepAlive(): void {
-    for (const connection of this.everyone)
-      if (connection.isLive) connection.write(KEEP_ALIVE_FRAME);
-    for (const subscribers of this.byUser.values()) {
-      for (const connection of subscribers)
-        if (connection.isLive) connection.write(KEEP_ALIVE_FRAME);
+    signal.addEventListener('abort', abandon, { once: true });
+    if (this.closing) {
+      abandon();
+      throw new ServiceUnavailableException('The service is shutting down');
     }
-  }
-
-  private attach(): Promise<void> {
-    this.attached ??= this.bus.attach(this.receiver).catch((error: unknown) => {
-      this.attached = undefined;
-      throw error;
+    // The id the client keeps: where its stream starts, or where it resumes from. Never
+    // unset, or Nest would number the message itself; '' where the start is unknown, which is
+    // what an EventSource holds before its first event anyway.
+    const startId = opened.startId ?? options.lastEventId?.toString() ?? '';
+    return new Observable<MessageEvent>((subscriber) => {
+      unreserve();
+      const listener = new SseListener(subscriber, req.socket as Socket, options.userId, startId);
+      this.listeners.add(listener);
+      this.logger.log(
+        `Stream opened for ${req.ip} (${describe(options)}, ${opened.replayed} replayed)`,
+      );
+      listener.send({ message: { id: startId, retry: this.sse.retryMs }, bytes: 0 });
+      const bound = this.sse.bufferLimitBytes;
+      const pace = () =>
+        listener.queuedBytes >= bound / 2 ? listener.drainedBelow(bound / 2) : undefined;
+      const subscriptions: Subscription[] = [
+        opened.events(pace).subscribe({
+          next: (event) => listener.sendEvent(event.id, this.frameOf(event)),
+          error: (error: Error) => {
+            this.logger.warn(`Ending a stream: ${error.message}`);
+            listener.end('live delivery interrupted');
+          },
+        }),
+        this.keepAlive$.subscribe((frame) => listener.send(frame)),
+      ];
+      return () => {
+        for (const subscription of subscriptions) subscription.unsubscribe();
+        this.listeners.delete(listener);
+        this.onClosed(listener, req);
+      };
     });
-    return this.attached;
   }
 
-  private add(connection: SseConnection): void {
-    this.count++;
-    if (connection.userId === undefined) {
-      this.everyone.add(connection);
-      return;
-    }
-    let subscribers = this.byUser.get(connection.userId);
-    if (!subscribers) this.byUser.set(connection.userId, (subscribers = new Set()));
-    subscribers.add(connection);
-  }
-
-  private remove(connection: SseConnection): void {
-    const removed =
-      connection.userId === undefined
-        ? this.everyone.delete(connection)
-        : this.removeFromUser(connection, connection.userId);
-    if (!removed) return;
-    this.count--;
-    if (this.count === 0 && this.attached) {
-      this.attached = undefined;
-      void this.bus.detach();
+  /**
+   * Streams end before the HTTP server closes, or it would wait for them forever: in waves,
+   * each with a short `retry:`, so their clients reconnect to another instance at once and
+   * the others stay connected meanwhile.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    const listeners = [...this.listeners];
+    if (listeners.length === 0) return;
+    this.logger.log(`Handing ${listeners.length} stream(s) over to other instances`);
+    const perWave = Math.ceil(listeners.length / HANDOVER_WAVES);
+    for (let wave = 0; wave * perWave < listeners.length; wave++) {
+      if (wave > 0) await delay(HANDOVER_WINDOW_MS / HANDOVER_WAVES);
+      for (const listener of listeners.slice(wave * perWave, (wave + 1) * perWave)) {
+        listener.end('shutting down', HANDOVER_RETRY_MS);
+      }
     }
   }
 
-  private removeFromUser(connection: SseConnection, userId: string): boolean {
-    const subscribers = this.byUser.get(userId);
-    if (!subscribers?.delete(connection)) return false;
-    if (subscribers.size === 0) this.byUser.delete(userId);
-    return true;
-  }
-
-  /** Live delivery broke: end every stream so clients reconnect and replay what they missed. */
-  private interrupt(reason: Error): void {
-    this.logger.warn(`Ending ${this.count} stream(s): ${reason.message}`);
-    this.attached = undefined;
-    this.endAll();
-  }
-
-  private endAll(): void {
-    for (const connection of [...this.everyone]) connection.end();
-    for (const subscribers of [...this.byUser.values()]) {
-      for (const connection of [...subscribers]) connection.end();
+  private frameOf(event: StoredNameEvent): Frame {
+    let frame = this.frames.get(event);
+    if (!frame) {
+      const data = JSON.stringify({
+        userId: event.userId,
+        type: event.type,
+        name: event.name,
+        changedAt: event.changedAt,
+      });
+      frame = {
+        message: Object.freeze({ id: event.id, data }),
+        // `id: <id>\ndata: <data>\n\n`
+        bytes: event.id.length + Buffer.byteLength(data) + 12,
+      };
+      this.frames.set(event, frame);
     }
+    return frame;
   }
 
-  private onSlowListener(connection: SseConnection): void {
-    this.metrics.slowListenersCut.inc();
-    this.logger.warn(
-      `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent)`,
+  private onClosed(listener: SseListener, req: Request): void {
+    const reason: CloseReason = listener.closed(this.sse.bufferLimitBytes);
+    if (reason === 'stopped reading') {
+      this.metrics.slowListenersCut.inc();
+      this.logger.warn(
+        `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent)`,
+      );
+    }
+    this.logger.log(
+      `Stream closed for ${req.ip} after ${Date.now() - listener.openedAt} ms: ${reason}`,
     );
-    this.remove(connection);
   }
+}
+
+function describe({ userId, lastEventId }: ListenOptions): string {
+  const filter = userId === undefined ? 'all users' : `user ${JSON.stringify(userId)}`;
+  return lastEventId === undefined ? filter : `${filter}, resuming after ${lastEventId}`;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,7 +1,19 @@
-import { BadRequestException, Controller, Get, Headers, Query, Req, Res } from '@nestjs/common';
+import {
+  BadRequestException,
+  Controller,
+  Headers,
+  MessageEvent,
+  Query,
+  Req,
+  Sse,
+  SseSignal,
+} from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { Request } from 'express';
+import type { Observable } from 'rxjs';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
+import type { AppConfig } from '../config/configuration.js';
 import { EVENT_ID_MESSAGE, EVENT_ID_PATTERN, ListenQueryDto, parseEventId } from './events.dto.js';
 import { EventStreamService } from './event-stream.service.js';
 
@@ -9,18 +21,28 @@ const STREAM_DESCRIPTION = `A Server-Sent Events stream of name change events, l
 
 Each event is one message: \`id: <stored event id>\` (a decimal string, increasing for newly stored events) and one \`data:\` line holding the JSON \`{"userId","type","name","changedAt"}\`. A repeat of an already stored event is sent again with its original id; drop ids you already have.
 
-The stream opens with a \`retry:\` hint and, unless it resumes from a Last-Event-ID, an \`id:\` line with no data: the id of the newest stored event, where this client's stream starts (a browser sends it back when it reconnects, so even a client that never got an event resumes without a gap; an event being broadcast as the stream opens follows that id at once). A comment line \`: keep-alive\` is sent every SSE_KEEPALIVE_MS (15 s by default).
+The stream opens with a message that has no data: \`id:\` where this client's stream starts (the newest stored event's id, or the Last-Event-ID it resumes from; a browser sends it back when it reconnects, so even a client that never got an event resumes without a gap) and the \`retry:\` hint. An event being broadcast as the stream opens follows at once. A comment line \`: keep-alive\` is sent every SSE_KEEPALIVE_MS (15 s by default).
 
 Reconnect with the \`Last-Event-ID\` header (browsers do it by themselves) or \`?lastEventId=\` to first receive the stored events after that id (up to SSE_REPLAY_LIMIT of the newest), then the live stream, with no gap and no duplicate.
 
-A listener that stops reading is disconnected once its unsent data passes SSE_BUFFER_LIMIT_BYTES; it can reconnect and replay.`;
+A listener that stops reading is disconnected once more than SSE_BUFFER_LIMIT_BYTES wait for it; it can reconnect and replay. When an instance stops, its streams end with a short \`retry:\` so their clients reconnect to another instance.`;
 
 @ApiTags('events')
 @Controller('webhooks/prevnames')
 export class EventsController {
-  constructor(private readonly streams: EventStreamService) {}
+  constructor(
+    private readonly streams: EventStreamService,
+    config: ConfigService<AppConfig, true>,
+  ) {
+    // @Sse()'s options are read when the routes are registered, after the providers are
+    // built: the configured bound is applied here, before that.
+    const listen = Object.getOwnPropertyDescriptor(EventsController.prototype, 'listen')!;
+    Sse('listen', {
+      maxPendingDataLength: config.get('sse', { infer: true }).bufferLimitBytes,
+    })(EventsController.prototype, 'listen', listen);
+  }
 
-  @Get('listen')
+  @Sse('listen')
   @ApiOperation({ summary: 'Stream name change events (SSE)', description: STREAM_DESCRIPTION })
   @ApiHeader({
     name: 'Last-Event-ID',
@@ -35,21 +57,25 @@ export class EventsController {
       'text/event-stream': {
         schema: { type: 'string' },
         example:
-          'retry: 3000\nid: 41\n\nid: 42\ndata: {"userId":"123","type":"username","name":"old_name","changedAt":"2024-06-07T15:30:00.000Z"}\n\n: keep-alive\n\n',
+          '\nid: 41\nretry: 3000\n\nid: 42\ndata: {"userId":"123","type":"username","name":"old_name","changedAt":"2024-06-07T15:30:00.000Z"}\n\n: keep-alive\n\n',
       },
     },
   })
   @ApiErrorResponses(400, 500, 503)
-  async listen(
+  listen(
     @Query() query: ListenQueryDto,
     @Headers('last-event-id') lastEventIdHeader: string | undefined,
     @Req() req: Request,
-    @Res() res: Response,
-  ): Promise<void> {
-    await this.streams.open(req, res, {
-      userId: query.userId,
-      lastEventId: parseLastEventId(lastEventIdHeader, query.lastEventId),
-    });
+    @SseSignal() signal: AbortSignal,
+  ): Promise<Observable<MessageEvent>> {
+    return this.streams.open(
+      req,
+      {
+        userId: query.userId,
+        lastEventId: parseLastEventId(lastEventIdHeader, query.lastEventId),
+      },
+      signal,
+    );
   }
 }
 

@@ -1,12 +1,11 @@
 import { Module } from '@nestjs/common';
-import { BusModule } from '../bus/bus.module.js';
-import { HistoryModule } from '../history/history.module.js';
+import { NameEventsModule } from '../name-events/name-events.module.js';
 import { EventsController } from './events.controller.js';
 import { EventStreamService } from './event-stream.service.js';
 
-/** GET /webhooks/prevnames/listen: the SSE fan-out, with replay from the history. */
+/** GET /webhooks/prevnames/listen: the `@Sse()` stream over the name-event domain. */
 @Module({
-  imports: [BusModule, HistoryModule],
+  imports: [NameEventsModule],
   controllers: [EventsController],
   providers: [EventStreamService],
   exports: [EventStreamService],

@@ -3,7 +3,7 @@ import { Type } from 'class-transformer';
 import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { IsZonedTimestamp } from '../common/timestamp.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
-import { NAME_TYPES, type NameType } from './name-change-event.entity.js';
+import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
 
 export const HISTORY_MAX_LIMIT = 1000;
 const LIMIT_MESSAGE = `limit must be an integer between 1 and ${HISTORY_MAX_LIMIT}`;

@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
+import { NameEventsModule } from '../name-events/name-events.module.js';
 import { HistoryController } from './history.controller.js';
 import { HistoryService } from './history.service.js';
-import { NameChangeEventRepository } from './name-change-event.repository.js';
 
-/** The name history: the stored events and the endpoint that reads them. */
+/** GET /users/:userId/prevnames: a user's name history, read from the name-event domain. */
 @Module({
+  imports: [NameEventsModule],
   controllers: [HistoryController],
-  providers: [HistoryService, NameChangeEventRepository],
-  exports: [NameChangeEventRepository],
+  providers: [HistoryService],
+  exports: [HistoryService],
 })
 export class HistoryModule {}

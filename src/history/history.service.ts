@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { parseZonedTimestamp } from '../common/timestamp.js';
 import type { HistoryQueryDto, HistoryResponseDto } from './history.dto.js';
-import { NameChangeEventRepository } from './name-change-event.repository.js';
+import { NameChangeEventRepository } from '../name-events/name-change-event.repository.js';
 
 @Injectable()
 export class HistoryService {

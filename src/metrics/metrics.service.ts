@@ -55,9 +55,9 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  readonly publishToWrite = new Histogram({
-    name: 'name_history_publish_to_write_seconds',
-    help: "Time from the start of a publish (any instance) to the frame being written to this instance's listeners",
+  readonly publishToDelivery = new Histogram({
+    name: 'name_history_publish_to_delivery_seconds',
+    help: 'Time from the start of a publish (any instance) to its delivery to this instance by Redis',
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers: [this.registry],
   });

@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@n
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { parseZonedTimestamp } from '../common/timestamp.js';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
-import { StorageUnavailableError } from '../database/pg-pool.js';
+import { StorageUnavailableError } from '../name-events/name-event.types.js';
 import { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
 import { DeliveryFailedException, NoListenersException } from './publish.errors.js';
 import { PublishRateLimitGuard } from '../rate-limit/publish-rate-limit.guard.js';

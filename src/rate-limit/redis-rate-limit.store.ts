@@ -1,6 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { Redis } from 'ioredis';
-import { redisOptions } from '../bus/redis-name-event.bus.js';
+import type { Redis } from 'ioredis';
 import { RateLimitRecord, RateLimitStore } from './rate-limit.store.js';
 
 // One round trip: count the hit in a fixed window; returns the hits and the window's ms left.
@@ -17,25 +16,19 @@ return {hits, redis.call('PTTL', KEYS[1])}
  */
 export class RedisRateLimitStore extends RateLimitStore {
   private readonly logger = new Logger('RedisRateLimitStore');
-  private readonly redis: Redis;
-
   constructor(
-    url: string,
+    private readonly redis: Redis,
     private readonly prefix: string,
   ) {
     super();
-    this.redis = new Redis(url, redisOptions('name-events:rate-limit'));
-    this.redis.on('error', () => undefined);
   }
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateLimitRecord> {
     try {
-      const [hits, ttlMs] = (await this.redis.eval(
-        HIT,
-        1,
-        `${this.prefix}:rate-limit:${key}`,
-        windowMs,
-      )) as [number, number];
+      const [hits, ttlMs] = (await this.redis.eval(HIT, 1, `${this.prefix}:${key}`, windowMs)) as [
+        number,
+        number,
+      ];
       return {
         hits,
         blocked: hits > limit,
@@ -45,10 +38,5 @@ export class RedisRateLimitStore extends RateLimitStore {
       this.logger.warn(`Rate limit not applied, Redis unavailable: ${(error as Error).message}`);
       return { hits: 0, blocked: false, retryAfterSeconds: 0 };
     }
-  }
-
-  async stop(): Promise<void> {
-    if (this.redis.status === 'ready') await this.redis.quit().catch(() => undefined);
-    else this.redis.disconnect();
   }
 }

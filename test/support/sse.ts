@@ -136,6 +136,18 @@ export class SseStream {
   }
 }
 
+/**
+ * A stream's opening, as Nest writes it: a blank line (written with the headers), then one
+ * message without data: `id:` where the client's stream starts (or resumes from) and `retry:`.
+ */
+export function opening(id: string | number, retryMs = 3000): string {
+  return `\nid: ${id}\nretry: ${retryMs}\n\n`;
+}
+
+/** Nest's Cache-Control for a stream (the contract asks for one that contains no-cache). */
+export const STREAM_CACHE_CONTROL =
+  'private, no-cache, no-store, must-revalidate, max-age=0, no-transform';
+
 /** Waits a little for something that must NOT happen (a stray event). */
 export function settle(ms = 300): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

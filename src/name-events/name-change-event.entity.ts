@@ -7,9 +7,7 @@ import {
   PrimaryGeneratedColumn,
   Unique,
 } from 'typeorm';
-
-export const NAME_TYPES = ['username', 'displayname'] as const;
-export type NameType = (typeof NAME_TYPES)[number];
+import type { NameType } from './name-event.types.js';
 
 /**
  * One recorded name change: the name a user had before a change, and when it changed.

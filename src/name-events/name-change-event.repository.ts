@@ -1,0 +1,215 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { ClientBase, QueryConfig, QueryResultRow } from 'pg';
+import { DataSource } from 'typeorm';
+import {
+  StorageUnavailableError,
+  type NameEntry,
+  type NewNameEvent,
+  type StoredNameEvent,
+} from './name-event.types.js';
+
+/**
+ * The key of the Postgres advisory lock every publish holds from its insert until the broker
+ * has acknowledged it: any fixed number, the same in every instance ("pgpublsh" in ASCII).
+ */
+const PUBLISH_LOCK_KEY = '8099296189474205800';
+
+// Postgres formats the timestamp itself, in the contract's form, so rows need no Date round trip.
+const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+const STORED_COLUMNS = `id::text AS id, user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt"`;
+
+/** The identity of an event: the four fields of the unique key, the time in UTC ISO form. */
+function keyOf(event: { userId: string; type: string; name: string; changedAt: Date | string }) {
+  const at = typeof event.changedAt === 'string' ? event.changedAt : event.changedAt.toISOString();
+  return JSON.stringify([event.userId, event.type, event.name, at]);
+}
+
+export interface HistoryWindow {
+  limit?: number;
+  before?: Date;
+  after?: Date;
+}
+
+/** A database session held for a sequence of statements (the publish lock's). */
+export type Session = ClientBase;
+
+/**
+ * Every query on the name_change_events table, named for what it is for. Statements run on a
+ * connection taken from TypeORM's pool through a QueryRunner; a failure of the database is a
+ * StorageUnavailableError.
+ */
+@Injectable()
+export class NameChangeEventRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** The user's history, oldest first (ties in storage order), optionally one window of it. */
+  async findHistory(userId: string, { limit, before, after }: HistoryWindow): Promise<NameEntry[]> {
+    // The hot read: a named statement, parsed and planned once per connection. The plain
+    // "whole history" form gets its own, simpler one.
+    const windowed = limit !== undefined || before !== undefined || after !== undefined;
+    return this.run<NameEntry>(
+      windowed
+        ? {
+            name: 'history-window',
+            text: `SELECT type, name, ${UTC_ISO} AS "changedAt"
+                     FROM name_change_events
+                    WHERE user_id = $1
+                      AND ($2::timestamptz IS NULL OR changed_at < $2)
+                      AND ($3::timestamptz IS NULL OR changed_at > $3)
+                    ORDER BY changed_at, id
+                    LIMIT $4`,
+            values: [userId, before ?? null, after ?? null, limit ?? null],
+          }
+        : {
+            name: 'history',
+            text: `SELECT type, name, ${UTC_ISO} AS "changedAt"
+                     FROM name_change_events
+                    WHERE user_id = $1
+                    ORDER BY changed_at, id`,
+            values: [userId],
+          },
+    );
+  }
+
+  /**
+   * Runs `work` on one session while it holds the publish lock. A session that may still hold
+   * the lock (the unlock failed) is closed rather than returned to the pool.
+   */
+  async underPublishLock<T>(work: (session: Session) => Promise<T>): Promise<T> {
+    const runner = this.dataSource.createQueryRunner();
+    const session = await storage(() => runner.connect() as Promise<ClientBase>);
+    let unlocked = false;
+    try {
+      await storage(() => session.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]));
+      try {
+        return await work(session);
+      } finally {
+        unlocked = await session.query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY]).then(
+          () => true,
+          () => false,
+        );
+      }
+    } finally {
+      if (!unlocked) await (session as ClientBase & { end(): Promise<void> }).end().catch(() => {});
+      await runner.release();
+    }
+  }
+
+  /**
+   * Stores each event unless the same four fields are stored already, in one statement, new
+   * ids following the order of `events`; returns every stored event, in that order, with
+   * `created` telling new from repeat. Runs on `session`, which holds the publish lock.
+   */
+  async insertOrFindMany(
+    events: readonly NewNameEvent[],
+    session: Session,
+  ): Promise<{ event: StoredNameEvent; created: boolean }[]> {
+    const columns = [
+      events.map((e) => e.userId),
+      events.map((e) => e.type),
+      events.map((e) => e.name),
+      events.map((e) => e.changedAt.toISOString()),
+    ];
+    const { rows: inserted } = await storage(() =>
+      session.query<StoredNameEvent>(
+        `INSERT INTO name_change_events (user_id, type, name, changed_at)
+         SELECT user_id, type, name, changed_at
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[])
+                WITH ORDINALITY AS e(user_id, type, name, changed_at, n)
+          ORDER BY n
+         ON CONFLICT ON CONSTRAINT name_change_events_identity_key DO NOTHING
+         RETURNING ${STORED_COLUMNS}`,
+        columns,
+      ),
+    );
+    const stored = new Map(inserted.map((row) => [keyOf(row), row]));
+    const repeats = new Set(events.map(keyOf).filter((key) => !stored.has(key)));
+    if (repeats.size > 0) {
+      const { rows: existing } = await storage(() =>
+        session.query<StoredNameEvent>(
+          `SELECT ${STORED_COLUMNS}
+             FROM name_change_events
+            WHERE (user_id, type, name, changed_at) IN (
+                  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]))`,
+          columns,
+        ),
+      );
+      for (const row of existing) stored.set(keyOf(row), row);
+    }
+    const firstSeen = new Set<string>();
+    return events.map((event) => {
+      const key = keyOf(event);
+      const row = stored.get(key)!;
+      // The first input of an inserted row created it; a later identical input is a repeat.
+      const created = !repeats.has(key) && !firstSeen.has(key);
+      firstSeen.add(key);
+      return {
+        event: {
+          id: row.id,
+          userId: event.userId,
+          type: event.type,
+          name: event.name,
+          changedAt: row.changedAt,
+        },
+        created,
+      };
+    });
+  }
+
+  /**
+   * The newest stored id whose broadcast is done: the statement also waits for the publish
+   * lock (shared), so a publish that stored an event this statement sees has been
+   * acknowledged by the broker when it returns. ('0' when nothing is stored.)
+   */
+  async latestPublishedId(): Promise<string> {
+    const [row] = await this.run<{ id: string | null }>({
+      text: `SELECT (SELECT max(id)::text FROM name_change_events) AS id,
+                    (SELECT pg_advisory_xact_lock_shared($1)) IS NULL AS locked`,
+      values: [PUBLISH_LOCK_KEY],
+    });
+    return row?.id ?? '0';
+  }
+
+  /**
+   * The events stored after `afterId` (optionally one user's), oldest first: at most the
+   * newest `limit` of them.
+   */
+  async findAfterId(
+    afterId: string,
+    { userId, limit }: { userId?: string; limit: number },
+  ): Promise<StoredNameEvent[]> {
+    // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
+    const rows = await this.run<StoredNameEvent>({
+      text: `SELECT ${STORED_COLUMNS}
+               FROM name_change_events
+              WHERE id > $1 AND ($2::text IS NULL OR user_id = $2)
+              ORDER BY name_change_events.id DESC
+              LIMIT $3`,
+      values: [afterId, userId ?? null, limit],
+    });
+    return rows.reverse();
+  }
+
+  /** One statement on a pooled connection. */
+  private async run<T extends QueryResultRow>(query: QueryConfig): Promise<T[]> {
+    const runner = this.dataSource.createQueryRunner();
+    try {
+      const client = await storage(() => runner.connect() as Promise<ClientBase>);
+      return (await storage(() => client.query<T>(query))).rows;
+    } finally {
+      await runner.release();
+    }
+  }
+}
+
+/** Runs a statement; any failure of it means the database is unavailable. */
+async function storage<T>(statement: () => Promise<T>): Promise<T> {
+  try {
+    return await statement();
+  } catch (error) {
+    if (error instanceof StorageUnavailableError) throw error;
+    throw new StorageUnavailableError((error as Error).message);
+  }
+}
