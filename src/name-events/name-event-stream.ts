@@ -23,6 +23,7 @@ export interface StreamStart {
 export class NameEventStream {
   private held: StoredNameEvent[] | undefined = [];
   private failure?: Error;
+  private closed = false;
   private subscriber?: Subscriber<StoredNameEvent>;
   private readonly upstream;
   private replayed?: { first: bigint; last: bigint };
@@ -88,8 +89,10 @@ export class NameEventStream {
     return this.failure !== undefined;
   }
 
-  /** Ends it without subscribing (setup failed, or the client left during setup). */
+  /** Ends it, subscribed or not (setup failed, or the client left during setup). Idempotent. */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     this.subscriber = undefined;
     this.held = undefined;
     this.upstream.unsubscribe();
