@@ -67,9 +67,13 @@ export function findNchan({ nginx = NGINX, install = false, log }) {
     failure = aptGet(['update'], log) ?? aptGet(args, log);
   }
   const after = locate(nginx);
-  return after.module
-    ? after
-    : { reason: `${after.reason}; apt-get install ${PACKAGES.join(' ')} failed: ${failure}` };
+  if (after.module) {
+    return after;
+  }
+  const apt = `apt-get install ${PACKAGES.join(' ')}`;
+  return {
+    reason: failure ? `${after.reason}; ${apt} failed: ${failure}` : `${after.reason} after ${apt}`,
+  };
 }
 
 function config(dir, port, module) {
