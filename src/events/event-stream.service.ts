@@ -9,7 +9,7 @@ import {
 import { ConfigService } from '@nestjs/config';
 import type { Request } from 'express';
 import type { Socket } from 'node:net';
-import { EMPTY, interval, map, Observable, share, type Subscription } from 'rxjs';
+import { EMPTY, Observable } from 'rxjs';
 import type { AppConfig } from '../config/configuration.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventsService, type OpenedStream } from '../name-events/name-events.service.js';
@@ -45,7 +45,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private readonly frames = new WeakMap<StoredNameEvent, Frame>();
   private readonly sse: AppConfig['sse'];
   /** One timer per instance, running while anyone listens. */
-  private readonly keepAlive$: Observable<Frame>;
+  private keepAliveTimer?: NodeJS.Timeout;
   /** Streams being set up: they count against the cap already. */
   private opening = 0;
   private closing = false;
@@ -56,10 +56,6 @@ export class EventStreamService implements BeforeApplicationShutdown {
     config: ConfigService<AppConfig, true>,
   ) {
     this.sse = config.get('sse', { infer: true });
-    this.keepAlive$ = interval(this.sse.keepAliveMs).pipe(
-      map(() => KEEP_ALIVE),
-      share(),
-    );
     metrics.onCollect(() => metrics.listeners.set(this.listeners.size));
   }
 
@@ -120,7 +116,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     return new Observable<MessageEvent>((subscriber) => {
       unreserve();
       const listener = new SseListener(subscriber, req.socket as Socket, options.userId, startId);
-      this.listeners.add(listener);
+      this.add(listener);
       this.logger.log(
         `Stream opened for ${req.ip} (${describe(options)}, ${opened.replayed} replayed)`,
       );
@@ -128,19 +124,16 @@ export class EventStreamService implements BeforeApplicationShutdown {
       const bound = this.sse.bufferLimitBytes;
       const pace = () =>
         listener.queuedBytes >= bound / 2 ? listener.drainedBelow(bound / 2) : undefined;
-      const subscriptions: Subscription[] = [
-        opened.events(pace).subscribe({
-          next: (event) => listener.sendEvent(event.id, this.frameOf(event)),
-          error: (error: Error) => {
-            this.logger.warn(`Ending a stream: ${error.message}`);
-            listener.end('live delivery interrupted');
-          },
-        }),
-        this.keepAlive$.subscribe((frame) => listener.send(frame)),
-      ];
+      const events = opened.events(pace).subscribe({
+        next: (event) => listener.sendEvent(event.id, this.frameOf(event)),
+        error: (error: Error) => {
+          this.logger.warn(`Ending a stream: ${error.message}`);
+          listener.end('live delivery interrupted');
+        },
+      });
       return () => {
-        for (const subscription of subscriptions) subscription.unsubscribe();
-        this.listeners.delete(listener);
+        events.unsubscribe();
+        this.remove(listener);
         this.onClosed(listener, req);
       };
     });
@@ -163,6 +156,20 @@ export class EventStreamService implements BeforeApplicationShutdown {
         listener.end('shutting down', HANDOVER_RETRY_MS);
       }
     }
+  }
+
+  private add(listener: SseListener): void {
+    this.listeners.add(listener);
+    this.keepAliveTimer ??= setInterval(() => {
+      for (const each of this.listeners) each.send(KEEP_ALIVE);
+    }, this.sse.keepAliveMs);
+  }
+
+  private remove(listener: SseListener): void {
+    this.listeners.delete(listener);
+    if (this.listeners.size > 0) return;
+    clearInterval(this.keepAliveTimer);
+    this.keepAliveTimer = undefined;
   }
 
   private frameOf(event: StoredNameEvent): Frame {
