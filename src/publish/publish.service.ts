@@ -11,6 +11,7 @@ import {
   type StoredNameEvent,
 } from '../history/name-change-event.repository.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import type { SqlSession } from '../name-events/known-names.repository.js';
 
 /** Publishes that wait while a batch is out go out together, up to this many. */
 const MAX_BATCH = 200;
@@ -124,6 +125,81 @@ export class PublishService {
       }
     } catch (error) {
       if (error instanceof StorageUnavailableError) broken ??= error;
+      throw error;
+    } finally {
+      // A session that may still hold the lock must not go back to the pool: destroy it.
+      client.release(broken);
+    }
+  }
+
+  // ---- The detector's way in (an extension point; the path above is untouched by it) ----
+
+  /**
+   * Publishes what `detect` finds, with what it writes, atomically. `detect` runs on the
+   * storing session inside a transaction, while this instance holds the publish lock: it reads
+   * and writes the state it compares with (the detector's known names) and returns the changes
+   * it found. Those are inserted in the same transaction, which then commits, and broadcast
+   * like any publish, in id order, still under the lock. So a change and the state it moves
+   * forward commit together or not at all, and two instances never compare at the same time.
+   * Resolves with one outcome per change, in order (none when `detect` found none). Rejects
+   * with StorageUnavailableError (rolled back: nothing stored) or BusUnavailableError
+   * (committed, not sent: publishing the same changes again sends them with their ids), or
+   * with what `detect` threw (rolled back).
+   */
+  async publishDetected(
+    detect: (session: SqlSession) => Promise<NameChange[]>,
+  ): Promise<PublishOutcome[]> {
+    const startedAt = Date.now();
+    const stopTimer = this.metrics.publishDuration.startTimer();
+    const client = await this.connect();
+    const session: SqlSession = {
+      query: async <T>(sql: string, parameters: unknown[]) =>
+        (await this.storage(() => client.query(sql, parameters))).rows as T[],
+    };
+    let broken: Error | undefined;
+    let stored: { event: StoredNameEvent; created: boolean }[] = [];
+    try {
+      await this.storage(() => client.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]));
+      try {
+        await this.storage(() => client.query('BEGIN'));
+        try {
+          const changes = await detect(session);
+          if (changes.length > 0) {
+            stored = await this.storage(() => this.events.insertOrFindMany(changes, client));
+          }
+          await this.storage(() => client.query('COMMIT'));
+        } catch (error) {
+          await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
+          throw error;
+        }
+        if (stored.length === 0) return [];
+        const receivers = await this.bus.publish(
+          stored.map((s) => s.event),
+          startedAt,
+        );
+        const outcomes = stored.map((s, i) => ({ ...s, receivers: receivers[i] }));
+        stopTimer();
+        for (const outcome of outcomes) {
+          if (outcome.created) this.metrics.eventsStored.inc();
+          if (outcome.receivers > 0) this.metrics.eventsBroadcast.inc();
+          else this.metrics.eventsUndelivered.inc({ reason: 'no_listeners' });
+        }
+        return outcomes;
+      } finally {
+        await client
+          .query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY])
+          .catch((error: Error) => {
+            broken ??= error;
+          });
+      }
+    } catch (error) {
+      if (error instanceof StorageUnavailableError) broken ??= error;
+      if (error instanceof BusUnavailableError) {
+        for (const { created } of stored) {
+          if (created) this.metrics.eventsStored.inc();
+          this.metrics.eventsUndelivered.inc({ reason: 'bus_unavailable' });
+        }
+      }
       throw error;
     } finally {
       // A session that may still hold the lock must not go back to the pool: destroy it.
