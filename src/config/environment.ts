@@ -69,6 +69,18 @@ export class EnvironmentVariables {
   DISCORD_TOKEN?: string;
 
   @IsOptional()
+  @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+    message: 'must be an http:// or https:// URL without query or fragment',
+  })
+  DISCORD_API_URL?: string;
+
+  @IsOptional()
+  @Matches(/^wss?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+    message: 'must be a ws:// or wss:// URL without query or fragment',
+  })
+  DISCORD_GATEWAY_URL?: string;
+
+  @IsOptional()
   @Transform(toInteger)
   @IsInt()
   @Min(1000)
@@ -155,7 +167,15 @@ export class ConfigurationError extends Error {
   override readonly name = 'ConfigurationError';
 }
 
-const SECRET_VARIABLES = new Set(['DATABASE_URL', 'REDIS_URL', 'PUBLISH_TOKEN', 'DISCORD_TOKEN']);
+// URLs may carry credentials (a proxy's user:password): never echoed either.
+const SECRET_VARIABLES = new Set([
+  'DATABASE_URL',
+  'REDIS_URL',
+  'PUBLISH_TOKEN',
+  'DISCORD_TOKEN',
+  'DISCORD_API_URL',
+  'DISCORD_GATEWAY_URL',
+]);
 
 export function validateEnvironment(env: Record<string, string | undefined>): EnvironmentVariables {
   const parsed = plainToInstance(EnvironmentVariables, given(env), { exposeDefaultValues: true });
