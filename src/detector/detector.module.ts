@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/configuration.js';
+import { KnownNamesRepository } from '../name-events/known-names.repository.js';
 import { PublishModule } from '../publish/publish.module.js';
 import { Clock } from './clock.js';
 import { DetectorLease, LocalDetectorLease, RedisDetectorLease } from './detector-lease.js';
@@ -8,7 +9,7 @@ import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './detector.settings.js';
 import { DiscordClientFactory } from './discord-client.factory.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
-import { MemberCacheWarmer } from './member-cache-warmer.js';
+import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
 
 /**
@@ -37,7 +38,8 @@ import { NameChangeDetector } from './name-change-detector.js';
     DiscordClientFactory,
     DetectorOutbox,
     NameChangeDetector,
-    MemberCacheWarmer,
+    MemberListRequester,
+    KnownNamesRepository,
     DiscordDetectorService,
   ],
 })
