@@ -17,7 +17,8 @@ export async function recordedEvents(db: TestDatabase): Promise<RecordedEvent[]>
   return db.query<RecordedEvent & Record<string, unknown>>(
     `SELECT id::text AS id, user_id AS "userId", type, name,
             to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "changedAt"
-       FROM name_change_events ORDER BY id`,
+       FROM name_change_events
+      ORDER BY name_change_events.id`, // not the text column of the same name: "10" < "9"
   );
 }
 
