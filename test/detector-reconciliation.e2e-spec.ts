@@ -251,7 +251,8 @@ describe('a server of 5,000 members, in member chunks', () => {
   it('records the 50 changed while it was stopped, and lets a live update overtake the rest', async () => {
     const expected = changeFifty(0);
     // The service's publishes wait on the publish lock, held here, while the member chunks
-    // arrive: the first chunk's batch is under way, the other 4,000 members wait behind it.
+    // arrive: the first chunk's batch (which found changes, so it needs that lock) is under
+    // way, the other 4,000 members wait behind it.
     const release = discord.holdChunks(0);
     const requests = discord.memberRequests.length;
     const service = await start();

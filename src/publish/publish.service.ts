@@ -13,6 +13,12 @@ import {
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { SqlSession } from '../name-events/known-names.repository.js';
 
+/**
+ * The advisory lock under which the detector compares with its known names ("pgdetect" in
+ * ASCII): one comparison at a time, on every instance.
+ */
+const DETECT_LOCK_KEY = '8099552841756402548';
+
 /** Publishes that wait while a batch is out go out together, up to this many. */
 const MAX_BATCH = 200;
 
@@ -136,11 +142,13 @@ export class PublishService {
 
   /**
    * Publishes what `detect` finds, with what it writes, atomically. `detect` runs on the
-   * storing session inside a transaction, while this instance holds the publish lock: it reads
-   * and writes the state it compares with (the detector's known names) and returns the changes
-   * it found. Those are inserted in the same transaction, which then commits, and broadcast
-   * like any publish, in id order, still under the lock. So a change and the state it moves
-   * forward commit together or not at all, and two instances never compare at the same time.
+   * storing session inside a transaction that holds the detect lock (one comparison at a time
+   * across instances: a lease takeover may overlap two detectors): it reads and writes the
+   * state it compares with (the detector's known names) and returns the changes it found.
+   * Only when there are some does it take the publish lock, as a POST does; they are inserted
+   * in the same transaction, which then commits, and broadcast like any publish, in id order,
+   * still under the lock. So a change and the state it moves forward commit together or not at
+   * all, and a comparison that finds nothing (most of a reconciliation) never holds up a POST.
    * Resolves with one outcome per change, in order (none when `detect` found none). Rejects
    * with StorageUnavailableError (rolled back: nothing stored) or BusUnavailableError
    * (committed, not sent: publishing the same changes again sends them with their ids), or
@@ -157,41 +165,39 @@ export class PublishService {
         (await this.storage(() => client.query(sql, parameters))).rows as T[],
     };
     let broken: Error | undefined;
+    let locked = false;
     let stored: { event: StoredNameEvent; created: boolean }[] = [];
     try {
-      await this.storage(() => client.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]));
+      await this.storage(() => client.query('BEGIN'));
       try {
-        await this.storage(() => client.query('BEGIN'));
-        try {
-          const changes = await detect(session);
-          if (changes.length > 0) {
-            stored = await this.storage(() => this.events.insertOrFindMany(changes, client));
-          }
-          await this.storage(() => client.query('COMMIT'));
-        } catch (error) {
-          await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
-          throw error;
-        }
-        if (stored.length === 0) return [];
-        const receivers = await this.bus.publish(
-          stored.map((s) => s.event),
-          startedAt,
+        await this.storage(() =>
+          client.query('SELECT pg_advisory_xact_lock($1)', [DETECT_LOCK_KEY]),
         );
-        const outcomes = stored.map((s, i) => ({ ...s, receivers: receivers[i] }));
-        stopTimer();
-        for (const outcome of outcomes) {
-          if (outcome.created) this.metrics.eventsStored.inc();
-          if (outcome.receivers > 0) this.metrics.eventsBroadcast.inc();
-          else this.metrics.eventsUndelivered.inc({ reason: 'no_listeners' });
+        const changes = await detect(session);
+        if (changes.length > 0) {
+          // Taken after the detect lock, never before it: a POST holds only this one.
+          locked = true;
+          await this.storage(() => client.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]));
+          stored = await this.storage(() => this.events.insertOrFindMany(changes, client));
         }
-        return outcomes;
-      } finally {
-        await client
-          .query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY])
-          .catch((error: Error) => {
-            broken ??= error;
-          });
+        await this.storage(() => client.query('COMMIT'));
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
+        throw error;
       }
+      if (stored.length === 0) return [];
+      const receivers = await this.bus.publish(
+        stored.map((s) => s.event),
+        startedAt,
+      );
+      const outcomes = stored.map((s, i) => ({ ...s, receivers: receivers[i] }));
+      stopTimer();
+      for (const outcome of outcomes) {
+        if (outcome.created) this.metrics.eventsStored.inc();
+        if (outcome.receivers > 0) this.metrics.eventsBroadcast.inc();
+        else this.metrics.eventsUndelivered.inc({ reason: 'no_listeners' });
+      }
+      return outcomes;
     } catch (error) {
       if (error instanceof StorageUnavailableError) broken ??= error;
       if (error instanceof BusUnavailableError) {
@@ -202,6 +208,13 @@ export class PublishService {
       }
       throw error;
     } finally {
+      if (locked) {
+        await client
+          .query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY])
+          .catch((error: Error) => {
+            broken ??= error;
+          });
+      }
       // A session that may still hold the lock must not go back to the pool: destroy it.
       client.release(broken);
     }
