@@ -7,6 +7,7 @@ import { Clock } from '../src/detector/clock.js';
 import { redisEnv, startApp, type TestApp } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import {
+  changesOnceStored,
   knownNames,
   LogCapture,
   reconciliations,
@@ -62,12 +63,6 @@ async function startDetectorApp(env: Record<string, string | undefined>, clock?:
   return startApp(env, 0, (builder) =>
     clock ? builder.overrideProvider(Clock).useValue(clock) : builder,
   );
-}
-
-/** Waits until `count` events are stored, then returns them all (without ids and times). */
-async function changesOnceStored(db: TestDatabase, count: number) {
-  await waitFor(`${count} stored events`, async () => (await recordedEvents(db)).length >= count);
-  return recordedChanges(db);
 }
 
 async function historyOf(app: TestApp, userId: string) {
@@ -226,98 +221,6 @@ describe('the detector over the gateway protocol (Postgres, Redis)', () => {
     );
     expect(known.some((k) => k.userId === BOT_USER.id)).toBe(false);
   });
-});
-
-describe('the detector across gateway reconnections', () => {
-  let db: TestDatabase;
-  let discord: FakeDiscord;
-  let app: TestApp;
-  let logs: LogCapture;
-
-  beforeAll(async () => {
-    logs = new LogCapture();
-    db = await TestDatabase.create();
-    discord = await FakeDiscord.start({ guilds: world() });
-    app = await startDetectorApp({
-      ...redisEnv(db.url),
-      DISCORD_TOKEN: TEST_DISCORD_TOKEN,
-      DISCORD_API_URL: discord.apiUrl,
-    });
-    await waitFor('both servers reconciled', () => reconciliations(logs.messages).length === 2);
-  });
-
-  afterAll(async () => {
-    await app.close();
-    await discord.close();
-    await db.drop();
-    logs.restore();
-  });
-
-  it('records the changes Discord replays when the session is resumed after an outage', async () => {
-    const session = discord.session(0)!;
-    discord.startOutage();
-    discord.changeUser(BOB.id, { username: 'bob2' });
-    discord.changeMember(GUILD_A, CAROL.id, { nick: 'Cazz' });
-    await waitFor('the client knocking again', () => discord.connections.some((c) => !c.hello));
-    discord.endOutage();
-    await waitFor('the session resumed', () => session.resumes === 1 && discord.isLive(0));
-    const changes = await changesOnceStored(db, 2);
-    expect(changes).toEqual([
-      { userId: BOB.id, type: 'username', name: 'bob' },
-      { userId: CAROL.id, type: 'displayname', name: 'Caz' },
-    ]);
-    expect(discord.identifies).toHaveLength(1);
-  });
-
-  it('resumes after RECONNECT and after a close with code 4000, missing nothing', async () => {
-    const before = (await recordedEvents(db)).length;
-    const session = discord.session(0)!;
-    discord.requestReconnect(0);
-    discord.changeMember(GUILD_A, BOB.id, { nick: 'Bobo' });
-    discord.changeMember(GUILD_A, BOB.id, { nick: 'Bob O.' });
-    await waitFor('resumed after RECONNECT', () => session.resumes === 2 && discord.isLive(0));
-    discord.disconnect(0, 4000);
-    discord.changeMember(GUILD_A, BOB.id, { nick: null });
-    await waitFor('resumed after 4000', () => session.resumes === 3 && discord.isLive(0));
-    const changes = await changesOnceStored(db, before + 2);
-    expect(changes.slice(before)).toEqual([
-      { userId: BOB.id, type: 'displayname', name: 'Bobo' },
-      { userId: BOB.id, type: 'displayname', name: 'Bob O.' },
-    ]);
-    expect(discord.identifies).toHaveLength(1);
-  });
-
-  it('finds by reconciliation what changed while a session was lost (INVALID_SESSION)', async () => {
-    const before = (await recordedEvents(db)).length;
-    const runs = reconciliations(logs.messages).length;
-    discord.startOutage({ sessionsLost: true });
-    discord.changeUser(DAVE.id, { username: 'david', global_name: 'David' });
-    discord.changeMember(GUILD_B, DAVE.id, { nick: 'Dino' });
-    discord.changeUser(ALICE.id, { avatar: 'f00' });
-    await waitFor('the client knocking again', () => discord.connections.some((c) => !c.hello));
-    discord.endOutage();
-    // The RESUME is refused; discord.js identifies anew (after its 5 s identify throttle).
-    await waitFor('a new session', () => discord.identifies.length === 2, { timeoutMs: 20_000 });
-    await waitFor(
-      'both servers reconciled again',
-      () => reconciliations(logs.messages).length === runs + 2,
-    );
-    expect(reconciliations(logs.messages).slice(runs)).toEqual(
-      expect.arrayContaining([
-        { guildId: GUILD_A, members: 4, ms: expect.any(Number), changes: 2 },
-        { guildId: GUILD_B, members: 2, ms: expect.any(Number), changes: 1 },
-      ]),
-    );
-    const changes = (await recordedChanges(db)).slice(before);
-    expect(changes).toHaveLength(3);
-    expect(changes).toEqual(
-      expect.arrayContaining([
-        { userId: DAVE.id, type: 'username', name: 'dave' },
-        { userId: DAVE.id, type: 'displayname', name: 'Dave' },
-        { userId: DAVE.id, type: 'displayname', name: 'D' },
-      ]),
-    );
-  }, 40_000);
 });
 
 describe('the detector on the embedded defaults (PGlite, no Redis) behind a gateway address of its own', () => {

@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { TestDatabase } from './database.js';
+import { waitFor } from './ports.js';
 import type { ServiceProcess } from './service-process.js';
 
 /** A stored event, as the tests compare them: in storage (id) order. */
@@ -25,6 +26,12 @@ export async function recordedEvents(db: TestDatabase): Promise<RecordedEvent[]>
 /** The events without their id and time: what a test usually asserts exactly. */
 export async function recordedChanges(db: TestDatabase) {
   return (await recordedEvents(db)).map(({ userId, type, name }) => ({ userId, type, name }));
+}
+
+/** Waits until `count` events are stored, then returns them all (without ids and times). */
+export async function changesOnceStored(db: TestDatabase, count: number) {
+  await waitFor(`${count} stored events`, async () => (await recordedEvents(db)).length >= count);
+  return recordedChanges(db);
 }
 
 /** The detector's known names, sorted. */
