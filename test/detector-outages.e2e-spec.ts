@@ -54,7 +54,7 @@ describe('the detector across gateway reconnections', () => {
   beforeAll(async () => {
     logs = new LogCapture();
     db = await TestDatabase.create();
-    discord = await FakeDiscord.start({ guilds: world() });
+    discord = await FakeDiscord.start({ guilds: world(), heartbeatIntervalMs: 400 });
     app = await startApp({
       ...redisEnv(db.url),
       DISCORD_TOKEN: TEST_DISCORD_TOKEN,
@@ -100,6 +100,23 @@ describe('the detector across gateway reconnections', () => {
     expect(changes.slice(before)).toEqual([
       { userId: BOB.id, type: 'displayname', name: 'Bobo' },
       { userId: BOB.id, type: 'displayname', name: 'Bob O.' },
+    ]);
+    expect(discord.identifies).toHaveLength(1);
+  });
+
+  it('replaces a connection whose heartbeats go unacknowledged, and resumes it', async () => {
+    const before = (await recordedEvents(db)).length;
+    const session = discord.session(0)!;
+    const resumes = session.resumes;
+    const zombie = session.connection!;
+    discord.ackHeartbeats = false;
+    await waitFor('the zombie connection closed', () => zombie.closeCode !== undefined);
+    discord.ackHeartbeats = true;
+    discord.changeMember(GUILD_A, CAROL.id, { nick: 'Caroline' });
+    await waitFor('resumed', () => session.resumes === resumes + 1 && discord.isLive(0));
+    expect(await changesOnceStored(db, before + 1)).toEqual([
+      ...(await recordedChanges(db)).slice(0, before),
+      { userId: CAROL.id, type: 'displayname', name: 'Cazz' },
     ]);
     expect(discord.identifies).toHaveLength(1);
   });
