@@ -13,8 +13,10 @@ import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
 
 /**
- * Discord gateway → publish path (stored, then broadcast), on when DISCORD_TOKEN is set.
- * Offers nothing to other modules: its output is the events it publishes.
+ * Discord gateway → compared with the known names → publish path (stored, then broadcast),
+ * on when DISCORD_TOKEN is set. Offers nothing to other modules: its output is the events it
+ * publishes. (KnownNamesRepository is provided here until the name-events domain has a module
+ * of its own to export it.)
  */
 @Module({
   imports: [PublishModule],
