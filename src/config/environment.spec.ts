@@ -1,3 +1,4 @@
+import { buildConfiguration } from './configuration.js';
 import { ConfigurationError, validateEnvironment } from './environment.js';
 
 describe('validateEnvironment', () => {
@@ -24,6 +25,19 @@ describe('validateEnvironment', () => {
     expect(env.SSE_REPLAY_LIMIT).toBe(0);
   });
 
+  it('reads the Discord proxies, and the REST base without its trailing slash', () => {
+    const { discord } = buildConfiguration({
+      DISCORD_API_URL: 'http://rest-proxy.internal:8080/api/',
+      DISCORD_GATEWAY_URL: 'ws://gateway-proxy.internal:7878',
+    });
+    expect(discord.apiUrl).toBe('http://rest-proxy.internal:8080/api');
+    expect(discord.gatewayUrl).toBe('ws://gateway-proxy.internal:7878');
+    expect(buildConfiguration({}).discord).toMatchObject({
+      apiUrl: undefined,
+      gatewayUrl: undefined,
+    });
+  });
+
   it.each([
     [{ PORT: '1e3' }, 'Invalid configuration: PORT must be an integer number (got "1e3")'],
     [{ PORT: '70000' }, 'Invalid configuration: PORT must not be greater than 65535 (got "70000")'],
@@ -34,6 +48,18 @@ describe('validateEnvironment', () => {
     [
       { PUBLISH_TOKEN: 'short' },
       'Invalid configuration: PUBLISH_TOKEN must be at least 16 characters long',
+    ],
+    [
+      { DISCORD_API_URL: 'discord.com/api' },
+      'Invalid configuration: DISCORD_API_URL must be an http:// or https:// URL without query or fragment',
+    ],
+    [
+      { DISCORD_API_URL: 'https://proxy.internal/api?v=10' },
+      'Invalid configuration: DISCORD_API_URL must be an http:// or https:// URL without query or fragment',
+    ],
+    [
+      { DISCORD_GATEWAY_URL: 'https://gateway.discord.gg' },
+      'Invalid configuration: DISCORD_GATEWAY_URL must be a ws:// or wss:// URL without query or fragment',
     ],
     [
       { CORS_ORIGINS: 'nope' },

@@ -93,6 +93,18 @@ export class EnvironmentVariables {
   DISCORD_TOKEN?: string;
 
   @IsOptional()
+  @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+    message: 'must be an http:// or https:// URL without query or fragment',
+  })
+  DISCORD_API_URL?: string;
+
+  @IsOptional()
+  @Matches(/^wss?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+    message: 'must be a ws:// or wss:// URL without query or fragment',
+  })
+  DISCORD_GATEWAY_URL?: string;
+
+  @IsOptional()
   @Transform(toInteger)
   @IsInt()
   @Min(1000)
@@ -179,6 +191,7 @@ export class ConfigurationError extends Error {
   override readonly name = 'ConfigurationError';
 }
 
+// URLs may carry credentials (a proxy's user:password): never echoed either.
 const SECRET_VARIABLES = new Set([
   'DATABASE_URL',
   'REDIS_URL',
@@ -186,6 +199,8 @@ const SECRET_VARIABLES = new Set([
   'REDIS_PASSWORD',
   'PUBLISH_TOKEN',
   'DISCORD_TOKEN',
+  'DISCORD_API_URL',
+  'DISCORD_GATEWAY_URL',
 ]);
 
 export function validateEnvironment(env: Record<string, string | undefined>): EnvironmentVariables {

@@ -69,6 +69,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly detectorBacklog = new Gauge({
+    name: 'name_history_detector_backlog',
+    help: 'Discord gateway observations waiting to be compared with the last known names: live updates, and members of servers being reconciled',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
+
   private readonly collectors: (() => unknown)[] = [];
 
   constructor() {

@@ -32,6 +32,14 @@ export interface PublishOutcome {
   receivers: number;
 }
 
+/**
+ * A database session, for statements that must run in the caller's transaction (the
+ * detector's known names, written with the events they produce).
+ */
+export interface SqlSession {
+  query<T>(sql: string, parameters: unknown[]): Promise<T[]>;
+}
+
 /** The database could not be reached, or failed a statement it should not have. */
 export class StorageUnavailableError extends Error {
   override readonly name = 'StorageUnavailableError';

@@ -5,7 +5,12 @@ import { withTimeout } from '../common/with-timeout.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameChangeEventRepository } from './name-change-event.repository.js';
 import { NameEventStream } from './name-event-stream.js';
-import type { NewNameEvent, PublishOutcome, StoredNameEvent } from './name-event.types.js';
+import type {
+  NewNameEvent,
+  PublishOutcome,
+  SqlSession,
+  StoredNameEvent,
+} from './name-event.types.js';
 
 /** Publishes that wait while a batch is out go out together, up to this many. */
 const MAX_BATCH = 200;
@@ -76,9 +81,7 @@ export class NameEventsService {
     return outcome.then(
       (result) => {
         stopTimer();
-        if (result.created) this.metrics.eventsStored.inc();
-        if (result.receivers > 0) this.metrics.eventsBroadcast.inc();
-        else this.metrics.eventsUndelivered.inc({ reason: 'no_listeners' });
+        this.count(result);
         return result;
       },
       (error: unknown) => {
@@ -89,6 +92,45 @@ export class NameEventsService {
         throw error;
       },
     );
+  }
+
+  /**
+   * The detector's way in: publishes what `detect` finds, with what it writes, atomically.
+   * `detect` runs on the storing session inside a transaction that holds the detect lock (one
+   * comparison at a time across instances: a lease takeover may overlap two detectors); it
+   * reads and moves forward the state it compares with and returns the changes it found. Only
+   * when there are some is the publish lock taken, as a POST does; they are stored in the same
+   * transaction, then broadcast in id order, still under the lock. A change and the state it
+   * moves forward commit together or not at all, and a comparison that finds nothing never
+   * holds up a POST. Resolves with one outcome per change, in order. Rejects with
+   * StorageUnavailableError (rolled back), BusUnavailableError (committed, not sent:
+   * publishing the same changes again sends them with their ids), or what `detect` threw.
+   */
+  async publishDetected(
+    detect: (session: SqlSession) => Promise<NewNameEvent[]>,
+  ): Promise<PublishOutcome[]> {
+    const startedAt = Date.now();
+    const stopTimer = this.metrics.publishDuration.startTimer();
+    let undelivered = 0;
+    try {
+      const outcomes =
+        (await this.events.storeDetected(detect, async (stored) => {
+          undelivered = stored.length;
+          const receivers = await this.bus.publish(
+            stored.map((s) => s.event),
+            startedAt,
+          );
+          return stored.map((s, i) => ({ ...s, receivers: receivers[i] }));
+        })) ?? [];
+      stopTimer();
+      for (const outcome of outcomes) this.count(outcome);
+      return outcomes;
+    } catch (error) {
+      if (error instanceof BusUnavailableError) {
+        this.metrics.eventsUndelivered.inc({ reason: 'bus_unavailable' }, undelivered);
+      }
+      throw error;
+    }
   }
 
   /**
@@ -133,6 +175,12 @@ export class NameEventsService {
       stream.close();
       throw error;
     }
+  }
+
+  private count(outcome: PublishOutcome): void {
+    if (outcome.created) this.metrics.eventsStored.inc();
+    if (outcome.receivers > 0) this.metrics.eventsBroadcast.inc();
+    else this.metrics.eventsUndelivered.inc({ reason: 'no_listeners' });
   }
 
   private async drain(): Promise<void> {
