@@ -9,6 +9,7 @@ import { ExpressHttpAdapter } from './common/express-http-adapter.js';
 import { configureApp } from './app.setup.js';
 import type { AppConfig } from './config/configuration.js';
 import { ConfigurationError } from './config/environment.js';
+import { HttpDrainService } from './health/http-drain.service.js';
 
 async function bootstrap(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
@@ -26,10 +27,14 @@ async function bootstrap(): Promise<void> {
     .get<ConfigService<AppConfig, true>>(ConfigService)
     .get('app', { infer: true });
 
+  const drain = app.get(HttpDrainService);
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       // Past the budget, in-flight work is abandoned rather than holding the exit forever.
       setTimeout(() => process.exit(1), shutdownTimeoutMs).unref();
+      // At once, before any module starts shutting down: readiness 503, no new connection,
+      // `Connection: close` on every answer from now on.
+      drain.begin();
       app.close().then(
         () => process.exit(0),
         () => process.exit(1),
