@@ -30,10 +30,13 @@ export function loggerOptions(level: string): Params {
         censor: '[redacted]',
       },
       serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({
+        // The client's address as Express sees it: behind a proxy, the one it put in
+        // X-Forwarded-For (as far as TRUST_PROXY trusts it), the same the rate limit keys on.
+        req: (req: { id: string; method: string; url: string; raw: { ip?: string } }) => ({
           id: req.id,
           method: req.method,
           url: req.url,
+          remoteAddress: req.raw.ip,
         }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },

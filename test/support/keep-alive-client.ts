@@ -6,16 +6,21 @@ export type Outcome =
   | { status: undefined; error: string; reusedSocket: boolean };
 
 /**
- * One HTTP/1.1 client on one keep-alive connection at a time (node:http's Agent, as most
- * clients and proxies behave): each request goes on the open connection when there is one,
- * and a new connection is opened only when the server closed the last one. Records, for
+ * An HTTP/1.1 client on keep-alive connections (node:http's Agent, as most clients and
+ * proxies behave), one by default: each request goes on an open connection when there is
+ * one, and a new connection is opened only when the server closed the last one. Records, for
  * each failure, whether the request went out on a reused connection: a refused connection
  * never carried a request; a reset one may have.
  */
 export class KeepAliveClient {
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  private readonly agent: http.Agent;
 
-  constructor(private readonly baseUrl: string) {}
+  constructor(
+    private readonly baseUrl: string,
+    { connections = 1, localAddress }: { connections?: number; localAddress?: string } = {},
+  ) {
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: connections, localAddress });
+  }
 
   request(
     method: string,
