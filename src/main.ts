@@ -19,10 +19,14 @@ async function bootstrap(): Promise<void> {
     {
       bodyParser: false,
       bufferLogs: true,
+      // Flushed below once the JSON logger is in place; when start-up fails, only if the
+      // failure is not a configuration error, which is one line (see the end of this file).
+      autoFlushLogs: false,
       abortOnError: false,
     },
   );
   configureApp(app);
+  app.flushLogs();
   const { port, shutdownTimeoutMs } = app
     .get<ConfigService<AppConfig, true>>(ConfigService)
     .get('app', { infer: true });
@@ -47,11 +51,13 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((error: unknown) => {
-  // The logger may not exist yet: a bad configuration is one line on stderr.
-  const line =
-    error instanceof ConfigurationError
-      ? error.message
-      : `Failed to start: ${String((error as Error)?.stack ?? error)}`;
-  process.stderr.write(`${line}\n`);
+  // The logger may not exist yet: a bad configuration (a bad variable, a DATA_DIR in use)
+  // is one line on stderr. Anything else comes with what was logged up to it.
+  if (error instanceof ConfigurationError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    Logger.flush();
+    process.stderr.write(`Failed to start: ${String((error as Error)?.stack ?? error)}\n`);
+  }
   process.exit(1);
 });
