@@ -10,7 +10,8 @@ export interface ReceivedEvent {
  * it keeps the last event id (an `id:` line with no data included), takes the reconnection
  * time from `retry:`, reconnects after it, with `Last-Event-ID`, when the stream ends or the
  * connection fails, and gives up for good on a non-200 answer or another content type
- * (a browser fires `error` and closes: that client is lost).
+ * (a browser fires `error` and closes: that client is lost). With `retryAfterErrors`, it
+ * tries again after a non-200 too, as the live page does on top of its EventSource.
  */
 export class EventSourceClient {
   readonly events: ReceivedEvent[] = [];
@@ -29,7 +30,10 @@ export class EventSourceClient {
   private timer?: NodeJS.Timeout;
   private disconnectedAt?: number;
 
-  constructor(private readonly url: string) {}
+  constructor(
+    private readonly url: string,
+    private readonly options: { retryAfterErrors?: boolean } = {},
+  ) {}
 
   open(): void {
     if (this.closed) return;
@@ -47,6 +51,11 @@ export class EventSourceClient {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (body += chunk));
+        if (this.options.retryAfterErrors) {
+          res.resume();
+          this.reconnect();
+          return;
+        }
         res.on('end', () => (this.lost = { status: res.statusCode ?? 0, body }));
         this.closed = true;
         return;
