@@ -80,7 +80,9 @@ function askOwner(path: string): Promise<string | undefined> {
     socket.on('data', (chunk: string) => (answer += chunk));
     socket.once('error', (error: NodeJS.ErrnoException) =>
       // Refused: a file nobody listens on. Anything else: someone may, so it is in use.
-      resolve(error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? undefined : 'unknown owner'),
+      resolve(
+        error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? undefined : 'unknown owner',
+      ),
     );
     socket.once('close', (hadError) => {
       if (!hadError) resolve(answer || 'unknown owner');
