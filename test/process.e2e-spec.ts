@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { http } from './support/http.js';
 import { freePort, waitFor } from './support/ports.js';
 
+const START_TIMEOUT_MS = 60_000;
+
 /** The built service as a user runs it (`npm start` runs dist/main.js; `npm test` builds it first). */
 function startService(env: Record<string, string>): ChildProcess & { output: () => string } {
   const child = spawn(process.execPath, ['dist/main.js'], {
@@ -65,12 +67,15 @@ describe('the service process', () => {
       port = await freePort();
       dataDir = await mkdtemp(join(tmpdir(), 'process-e2e-'));
       child = startService({ PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info' });
-      const deadline = Date.now() + 20_000;
+      // The embedded database compiles its WebAssembly first: long on a loaded machine.
+      const deadline = Date.now() + START_TIMEOUT_MS;
       while (!child.output().includes('Listening on port')) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(child.output());
+        if (Date.now() > deadline || child.exitCode !== null) {
+          throw new Error(`Not listening (exit code ${child.exitCode}): ${child.output()}`);
+        }
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-    });
+    }, START_TIMEOUT_MS + 10_000);
 
     afterAll(async () => {
       if (child.exitCode === null) {
@@ -160,25 +165,33 @@ describe('the service process', () => {
       expect(await exited(child)).toBe(0);
     });
 
-    it('starts on the DATA_DIR of an instance that was killed', async () => {
-      const started = async () => {
-        const next = startService({
-          PORT: String(await freePort()),
-          DATA_DIR: dataDir,
-          LOG_LEVEL: 'info',
-        });
-        await waitFor('the instance to listen', () => {
-          if (next.exitCode !== null) throw new Error(next.output());
-          return next.output().includes('Listening on port');
-        });
-        return next;
-      };
-      const killed = await started();
-      killed.kill('SIGKILL');
-      expect(await exited(killed)).toBeNull();
-      child = await started();
-      child.kill('SIGTERM');
-      expect(await exited(child)).toBe(0);
-    });
+    it(
+      'starts on the DATA_DIR of an instance that was killed',
+      async () => {
+        const started = async () => {
+          const next = startService({
+            PORT: String(await freePort()),
+            DATA_DIR: dataDir,
+            LOG_LEVEL: 'info',
+          });
+          await waitFor(
+            'the instance to listen',
+            () => {
+              if (next.exitCode !== null) throw new Error(next.output());
+              return next.output().includes('Listening on port');
+            },
+            { timeoutMs: START_TIMEOUT_MS },
+          );
+          return next;
+        };
+        const killed = await started();
+        killed.kill('SIGKILL');
+        expect(await exited(killed)).toBeNull();
+        child = await started();
+        child.kill('SIGTERM');
+        expect(await exited(child)).toBe(0);
+      },
+      3 * START_TIMEOUT_MS,
+    );
   });
 });
