@@ -9,7 +9,7 @@ import { Server as NetServer, type Socket } from 'node:net';
  * back-to-back has its connection idle for a moment between two requests: closing it in
  * that moment would race the request it is about to send.
  */
-export const IDLE_GRACE_MS = 500;
+const IDLE_GRACE_MS = 500;
 
 /**
  * Takes the HTTP server out of service without failing a request (SIGTERM, see main.ts):
