@@ -15,6 +15,7 @@ import { settle } from './support/sse.js';
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const DOCS_HOST = 'name-history.test';
 const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
@@ -23,6 +24,8 @@ const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
   '--no-first-run',
+  // A host name that is not localhost (which browsers treat as secure), for Swagger UI.
+  `--host-resolver-rules=MAP ${DOCS_HOST} 127.0.0.1`,
 ];
 const ARTIFACTS = fileURLToPath(new URL('artifacts/', import.meta.url));
 const README_SCREENSHOT = fileURLToPath(new URL('../docs/screenshot.png', import.meta.url));
@@ -599,5 +602,56 @@ describe('the live page when the service is failing', () => {
       'Internal server error (code 500)',
     ]);
     await waitForState(p, 'down');
+  });
+});
+
+describe('Swagger UI over plain HTTP, at a host name other than localhost', () => {
+  let db: TestDatabase;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await TestDatabase.create();
+    // Behind a proxy that says when the client used HTTPS.
+    app = await startApp({ DATABASE_URL: db.url, TRUST_PROXY: 'loopback' });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('renders the API, with no request upgraded to https', async () => {
+    const url = new URL('/api/docs', app.url);
+    url.hostname = DOCS_HOST;
+    const p = await openPage(url.toString());
+    await p.locator('.swagger-ui .info .title').waitFor({ timeout: 10_000 });
+    expect(await p.locator('.swagger-ui .info .title').textContent()).toContain(
+      'Name history service',
+    );
+    await p.locator('.opblock-summary-path[data-path="/api/webhooks/prevnames/listen"]').waitFor();
+    expect(
+      await p
+        .locator('.opblock-summary-path')
+        .evaluateAll((paths) => paths.map((path) => path.getAttribute('data-path'))),
+    ).toEqual(
+      expect.arrayContaining([
+        '/api/users/{userId}/prevnames',
+        '/api/webhooks/prevnames/listen',
+        '/api/webhooks/prevnames',
+      ]),
+    );
+  });
+
+  it('keeps the strict policy everywhere else, and on the docs over HTTPS', async () => {
+    const policy = async (path: string, headers: Record<string, string> = {}) =>
+      (await http(`${app.url}${path}`, { headers })).headers.get('content-security-policy') ?? '';
+    expect(await policy('/api/docs')).not.toContain('upgrade-insecure-requests');
+    expect(await policy('/api/docs/swagger-ui-init.js')).not.toContain('upgrade-insecure-requests');
+    expect(await policy('/API/Docs')).not.toContain('upgrade-insecure-requests');
+    expect(await policy('/api/docs', { 'X-Forwarded-Proto': 'https' })).toContain(
+      'upgrade-insecure-requests',
+    );
+    expect(await policy('/api/users/someone/prevnames')).toContain('upgrade-insecure-requests');
+    expect(await policy('/api/health/live')).toContain('upgrade-insecure-requests');
   });
 });

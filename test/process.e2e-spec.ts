@@ -1,9 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { http } from './support/http.js';
-import { freePort } from './support/ports.js';
+import { freePort, waitFor } from './support/ports.js';
+
+const START_TIMEOUT_MS = 60_000;
 
 /** The built service as a user runs it (`npm start` runs dist/main.js; `npm test` builds it first). */
 function startService(env: Record<string, string>): ChildProcess & { output: () => string } {
@@ -65,12 +67,15 @@ describe('the service process', () => {
       port = await freePort();
       dataDir = await mkdtemp(join(tmpdir(), 'process-e2e-'));
       child = startService({ PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info' });
-      const deadline = Date.now() + 20_000;
+      // The embedded database compiles its WebAssembly first: long on a loaded machine.
+      const deadline = Date.now() + START_TIMEOUT_MS;
       while (!child.output().includes('Listening on port')) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(child.output());
+        if (Date.now() > deadline || child.exitCode !== null) {
+          throw new Error(`Not listening (exit code ${child.exitCode}): ${child.output()}`);
+        }
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-    });
+    }, START_TIMEOUT_MS + 10_000);
 
     afterAll(async () => {
       if (child.exitCode === null) {
@@ -137,9 +142,56 @@ describe('the service process', () => {
       expect(logged()[0].err).toBeUndefined();
     });
 
+    it('refuses a second instance on the same DATA_DIR, with one line', async () => {
+      const second = startService({
+        PORT: String(await freePort()),
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'info',
+      });
+      let stderr = '';
+      second.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      expect(await exited(second)).toBe(1);
+      expect(stderr).toBe(
+        `DATA_DIR ${dataDir} is in use by another instance (pid ${child.pid} on host ${hostname()}): run one instance per DATA_DIR, or set DATABASE_URL\n`,
+      );
+      expect(second.output()).toBe(stderr);
+      // The first one is unharmed.
+      const res = await http(`http://127.0.0.1:${port}/api/users/123/prevnames`);
+      expect(res.status).toBe(200);
+    });
+
     it('exits 0 on SIGTERM', async () => {
       child.kill('SIGTERM');
       expect(await exited(child)).toBe(0);
     });
+
+    it(
+      'starts on the DATA_DIR of an instance that was killed',
+      async () => {
+        const started = async () => {
+          const next = startService({
+            PORT: String(await freePort()),
+            DATA_DIR: dataDir,
+            LOG_LEVEL: 'info',
+          });
+          await waitFor(
+            'the instance to listen',
+            () => {
+              if (next.exitCode !== null) throw new Error(next.output());
+              return next.output().includes('Listening on port');
+            },
+            { timeoutMs: START_TIMEOUT_MS },
+          );
+          return next;
+        };
+        const killed = await started();
+        killed.kill('SIGKILL');
+        expect(await exited(killed)).toBeNull();
+        child = await started();
+        child.kill('SIGTERM');
+        expect(await exited(child)).toBe(0);
+      },
+      3 * START_TIMEOUT_MS,
+    );
   });
 });

@@ -9,7 +9,8 @@ import {
 import { ConfigService } from '@nestjs/config';
 import type { Request } from 'express';
 import type { Socket } from 'node:net';
-import { EMPTY, Observable } from 'rxjs';
+import { EMPTY, Observable, of } from 'rxjs';
+import { requestIdOf } from '../common/logger.js';
 import type { AppConfig } from '../config/configuration.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventsService, type OpenedStream } from '../name-events/name-events.service.js';
@@ -74,7 +75,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     options: ListenOptions,
     signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    if (this.closing) throw new ServiceUnavailableException('The service is shutting down');
+    if (this.closing) return this.handedOver(options);
     if (this.listenerCount >= this.sse.maxListeners) {
       throw new ServiceUnavailableException('Too many listeners on this instance');
     }
@@ -107,7 +108,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     signal.addEventListener('abort', abandon, { once: true });
     if (this.closing) {
       abandon();
-      throw new ServiceUnavailableException('The service is shutting down');
+      return this.handedOver(options);
     }
     // The id the client keeps: where its stream starts, or where it resumes from. Never
     // unset, or Nest would number the message itself; '' where the start is unknown, which is
@@ -117,8 +118,16 @@ export class EventStreamService implements BeforeApplicationShutdown {
       unreserve();
       const listener = new SseListener(subscriber, req.socket as Socket, options.userId, startId);
       this.add(listener);
+      const stream = {
+        id: requestIdOf(req),
+        remoteAddress: req.ip,
+        userId: options.userId ?? null,
+      };
       this.logger.log(
-        `Stream opened for ${req.ip} (${describe(options)}, ${opened.replayed} replayed)`,
+        {
+          stream: { ...stream, lastEventId: options.lastEventId?.toString() ?? null, startId },
+        },
+        'stream opened',
       );
       listener.send({ message: { id: startId, retry: this.sse.retryMs }, bytes: 0 });
       const bound = this.sse.bufferLimitBytes;
@@ -128,13 +137,13 @@ export class EventStreamService implements BeforeApplicationShutdown {
         next: (event) => listener.sendEvent(event.id, this.frameOf(event)),
         error: (error: Error) => {
           this.logger.warn(`Ending a stream: ${error.message}`);
-          listener.end('live delivery interrupted');
+          listener.end('bus');
         },
       });
       return () => {
         events.unsubscribe();
         this.remove(listener);
-        this.onClosed(listener, req);
+        this.onClosed(listener, stream);
       };
     });
   }
@@ -153,7 +162,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     for (let wave = 0; wave * perWave < listeners.length; wave++) {
       if (wave > 0) await delay(HANDOVER_WINDOW_MS / HANDOVER_WAVES);
       for (const listener of listeners.slice(wave * perWave, (wave + 1) * perWave)) {
-        listener.end('shutting down', HANDOVER_RETRY_MS);
+        listener.end('shutdown', HANDOVER_RETRY_MS);
       }
     }
   }
@@ -191,23 +200,35 @@ export class EventStreamService implements BeforeApplicationShutdown {
     return frame;
   }
 
-  private onClosed(listener: SseListener, req: Request): void {
+  private onClosed(listener: SseListener, stream: Record<string, unknown>): void {
     const reason: CloseReason = listener.closed(this.sse.bufferLimitBytes);
-    if (reason === 'stopped reading') {
+    if (reason === 'slow') {
       this.metrics.slowListenersCut.inc();
       this.logger.warn(
         `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent)`,
       );
     }
     this.logger.log(
-      `Stream closed for ${req.ip} after ${Date.now() - listener.openedAt} ms: ${reason}`,
+      {
+        stream: {
+          ...stream,
+          durationMs: Date.now() - listener.openedAt,
+          events: listener.events,
+          reason,
+        },
+      },
+      'stream closed',
     );
   }
-}
 
-function describe({ userId, lastEventId }: ListenOptions): string {
-  const filter = userId === undefined ? 'all users' : `user ${JSON.stringify(userId)}`;
-  return lastEventId === undefined ? filter : `${filter}, resuming after ${lastEventId}`;
+  /**
+   * A listener that reaches this instance while it stops (on a connection opened before):
+   * told to come back at once, to another instance, keeping its place. An EventSource gives up
+   * for good on an error status, so this is a stream too, not a 503.
+   */
+  private handedOver({ lastEventId }: ListenOptions): Observable<MessageEvent> {
+    return of({ id: lastEventId?.toString() ?? '', retry: HANDOVER_RETRY_MS });
+  }
 }
 
 function delay(ms: number): Promise<void> {

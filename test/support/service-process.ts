@@ -118,9 +118,15 @@ export class ServiceProcess {
     return this.child.pid!;
   }
 
-  /** Starts the service and resolves once it is ready (GET /api/health/ready is 200). */
-  static async start(env: Record<string, string>): Promise<ServiceProcess> {
-    const port = await freePort();
+  /**
+   * Starts the service and resolves once it is ready (GET /api/health/ready is 200), on a
+   * free port or on `port` (to start an instance again where its proxy expects it).
+   */
+  static async start(
+    env: Record<string, string>,
+    { port }: { port?: number } = {},
+  ): Promise<ServiceProcess> {
+    port ??= await freePort();
     const cwd = mkdtempSync(join(tmpdir(), 'service-process-'));
     const child = spawn(process.execPath, [ensureBuilt()], {
       cwd,
