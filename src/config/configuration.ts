@@ -26,6 +26,14 @@ export interface AppConfig {
   };
   publish: { token: string | undefined; rateLimit: number; rateWindowMs: number };
   discord: { token: string | undefined; leaseMs: number };
+  /** The privacy administration: on when `adminToken` is set. */
+  privacy: {
+    adminToken: string | undefined;
+    /** 0: keep forever. */
+    retentionDays: number;
+    retentionIntervalMs: number;
+    retentionBatchSize: number;
+  };
 }
 
 export function buildConfiguration(env: Record<string, string | undefined>): AppConfig {
@@ -56,6 +64,12 @@ export function buildConfiguration(env: Record<string, string | undefined>): App
       rateWindowMs: e.PUBLISH_RATE_WINDOW_MS,
     },
     discord: { token: e.DISCORD_TOKEN, leaseMs: e.DETECTOR_LEASE_MS },
+    privacy: {
+      adminToken: e.ADMIN_TOKEN,
+      retentionDays: e.RETENTION_DAYS,
+      retentionIntervalMs: e.RETENTION_INTERVAL_MS,
+      retentionBatchSize: e.RETENTION_BATCH_SIZE,
+    },
   };
 }
 

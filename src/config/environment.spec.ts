@@ -12,7 +12,10 @@ describe('validateEnvironment', () => {
       SSE_REPLAY_LIMIT: 10000,
       LOG_LEVEL: 'info',
       PUBLISH_RATE_LIMIT: 0,
+      RETENTION_DAYS: 0,
+      RETENTION_INTERVAL_MS: 3_600_000,
     });
+    expect(env.ADMIN_TOKEN).toBeUndefined();
     expect(env.DATABASE_URL).toBeUndefined();
     expect(env.REDIS_URL).toBeUndefined();
   });
@@ -34,6 +37,14 @@ describe('validateEnvironment', () => {
     [
       { PUBLISH_TOKEN: 'short' },
       'Invalid configuration: PUBLISH_TOKEN must be at least 16 characters long',
+    ],
+    [
+      { ADMIN_TOKEN: 'fifteen-chars!!' },
+      'Invalid configuration: ADMIN_TOKEN must be at least 16 characters long',
+    ],
+    [
+      { RETENTION_DAYS: '-1' },
+      'Invalid configuration: RETENTION_DAYS must not be less than 0 (got "-1")',
     ],
     [
       { CORS_ORIGINS: 'nope' },
