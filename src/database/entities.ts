@@ -1,4 +1,5 @@
 import { NameChangeEvent } from '../name-events/name-change-event.entity.js';
+import { UserOptOut } from '../name-events/user-opt-out.entity.js';
 
 /** Every entity the data source maps. */
-export const entities = [NameChangeEvent];
+export const entities = [NameChangeEvent, UserOptOut];

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals
 import { Logger } from '@nestjs/common';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
 import { StorageUnavailableError } from '../name-events/name-event.types.js';
+import { UserOptedOutError } from '../name-events/user-opted-out.error.js';
 import type { NameChange, PublishOutcome, PublishService } from '../publish/publish.service.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
@@ -123,6 +124,23 @@ describe('DetectorOutbox', () => {
     expect(warnings).toEqual([
       `Could not publish a detected name change (attempt 1; next in 40 ms): BusUnavailableError: Redis publish failed: ${shown('first')}`,
     ]);
+  });
+
+  it('drops a change of a user who opted out at once, logging no name, and goes on', async () => {
+    const publisher = new ScriptedPublisher((name) =>
+      name === 'secret' ? new UserOptedOutError('700000000000000001') : 1,
+    );
+    const outbox = new DetectorOutbox(publisher as unknown as PublishService, settings);
+    outbox.enqueue(change('secret'));
+    outbox.enqueue(change('after'));
+    await until(() => outbox.size === 0);
+    expect(publisher.calls.map((c) => c.name)).toEqual(['secret', 'after']);
+    expect(logs).toEqual([
+      'Dropped a detected username change of user 700000000000000001: the user has opted out',
+      'Recorded a username change of user 700000000000000001 as event 2; sent to 1 instance(s) with listeners',
+    ]);
+    expect(warnings).toEqual([]);
+    expect(errors).toEqual([]);
   });
 
   it('never throws to the caller, whatever the publish path throws', async () => {

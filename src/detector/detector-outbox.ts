@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { UserOptedOutError } from '../name-events/user-opted-out.error.js';
 import { PublishService, type NameChange } from '../publish/publish.service.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { InterruptibleDelay } from './interruptible-delay.js';
@@ -11,7 +12,8 @@ const STOP_GRACE_MS = 5_000;
  * time and in the order they were detected. A failure is logged with the event and retried
  * with back-off, as long as the process runs: a storage or broker outage costs latency, not
  * events, and never reaches the gateway client. A change nobody is listening to is stored,
- * and that is success here (the POST's "no listener" 500 does not apply).
+ * and that is success here (the POST's "no listener" 500 does not apply). A change of a user
+ * who opted out is refused for good: it is dropped, and its log line names no name.
  */
 @Injectable()
 export class DetectorOutbox {
@@ -82,6 +84,14 @@ export class DetectorOutbox {
                 : `sent to ${receivers} instance(s) with listeners`),
           );
         } catch (error) {
+          if (error instanceof UserOptedOutError) {
+            this.pending.shift();
+            failures = 0;
+            this.logger.log(
+              `Dropped a detected ${change.type} change of user ${change.userId}: the user has opted out`,
+            );
+            continue;
+          }
           failures += 1;
           const wait = Math.min(
             this.settings.publishRetryMs * 2 ** (failures - 1),

@@ -205,7 +205,7 @@ export class NameChangeEventRepository {
 }
 
 /** Runs a statement; any failure of it means the database is unavailable. */
-async function storage<T>(statement: () => Promise<T>): Promise<T> {
+export async function storage<T>(statement: () => Promise<T>): Promise<T> {
   try {
     return await statement();
   } catch (error) {
