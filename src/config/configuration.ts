@@ -32,6 +32,14 @@ export interface AppConfig {
     apiUrl: string | undefined;
     gatewayUrl: string | undefined;
   };
+  /** The privacy administration: on when `adminToken` is set. */
+  privacy: {
+    adminToken: string | undefined;
+    /** 0: keep forever. */
+    retentionDays: number;
+    retentionIntervalMs: number;
+    retentionBatchSize: number;
+  };
 }
 
 export function buildConfiguration(env: Record<string, string | undefined>): AppConfig {
@@ -66,6 +74,12 @@ export function buildConfiguration(env: Record<string, string | undefined>): App
       leaseMs: e.DETECTOR_LEASE_MS,
       apiUrl: e.DISCORD_API_URL?.replace(/\/+$/, ''),
       gatewayUrl: e.DISCORD_GATEWAY_URL,
+    },
+    privacy: {
+      adminToken: e.ADMIN_TOKEN,
+      retentionDays: e.RETENTION_DAYS,
+      retentionIntervalMs: e.RETENTION_INTERVAL_MS,
+      retentionBatchSize: e.RETENTION_BATCH_SIZE,
     },
   };
 }

@@ -13,7 +13,10 @@ describe('validateEnvironment', () => {
       SSE_REPLAY_LIMIT: 10000,
       LOG_LEVEL: 'info',
       PUBLISH_RATE_LIMIT: 0,
+      RETENTION_DAYS: 0,
+      RETENTION_INTERVAL_MS: 3_600_000,
     });
+    expect(env.ADMIN_TOKEN).toBeUndefined();
     expect(env.DATABASE_URL).toBeUndefined();
     expect(env.REDIS_URL).toBeUndefined();
   });
@@ -60,6 +63,14 @@ describe('validateEnvironment', () => {
     [
       { DISCORD_GATEWAY_URL: 'https://gateway.discord.gg' },
       'Invalid configuration: DISCORD_GATEWAY_URL must be a ws:// or wss:// URL without query or fragment',
+    ],
+    [
+      { ADMIN_TOKEN: 'fifteen-chars!!' },
+      'Invalid configuration: ADMIN_TOKEN must be at least 16 characters long',
+    ],
+    [
+      { RETENTION_DAYS: '-1' },
+      'Invalid configuration: RETENTION_DAYS must not be less than 0 (got "-1")',
     ],
     [
       { CORS_ORIGINS: 'nope' },

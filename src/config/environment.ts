@@ -89,6 +89,32 @@ export class EnvironmentVariables {
 
   @IsOptional()
   @IsString()
+  @MinLength(16, { message: 'must be at least 16 characters long' })
+  ADMIN_TOKEN?: string;
+
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt()
+  @Min(0)
+  @Max(36_500)
+  RETENTION_DAYS: number = 0;
+
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt()
+  @Min(100)
+  @Max(86_400_000)
+  RETENTION_INTERVAL_MS: number = 3_600_000;
+
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  RETENTION_BATCH_SIZE: number = 1000;
+
+  @IsOptional()
+  @IsString()
   @MinLength(20, { message: 'must be a Discord bot token' })
   DISCORD_TOKEN?: string;
 
@@ -198,6 +224,7 @@ const SECRET_VARIABLES = new Set([
   'REDIS_SENTINEL_PASSWORD',
   'REDIS_PASSWORD',
   'PUBLISH_TOKEN',
+  'ADMIN_TOKEN',
   'DISCORD_TOKEN',
   'DISCORD_API_URL',
   'DISCORD_GATEWAY_URL',

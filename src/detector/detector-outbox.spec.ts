@@ -9,6 +9,7 @@ import type {
   KnownNameValue,
   SqlSession,
 } from '../name-events/known-names.repository.js';
+import type { PrivacyRepository } from '../name-events/privacy.repository.js';
 import type { NameChange, PublishOutcome, PublishService } from '../publish/publish.service.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
@@ -120,10 +121,19 @@ describe('DetectorOutbox', () => {
   let errors: string[];
   const outboxes: DetectorOutbox[] = [];
 
-  function outbox(publisher: ScriptedPublisher, overrides: Partial<DetectorSettings> = {}) {
+  function outbox(
+    publisher: ScriptedPublisher,
+    overrides: Partial<DetectorSettings> = {},
+    optedOut: ReadonlySet<string> = new Set(),
+  ) {
+    const privacy = {
+      optedOutAmong: async (_session: SqlSession, userIds: readonly string[]) =>
+        new Set(userIds.filter((userId) => optedOut.has(userId))),
+    };
     const created = new DetectorOutbox(
       publisher as unknown as PublishService,
       known as unknown as KnownNamesRepository,
+      privacy as unknown as PrivacyRepository,
       { ...settings, ...overrides },
       new MetricsService(),
     );
@@ -264,6 +274,17 @@ describe('DetectorOutbox', () => {
     expect(logs[0]).toBe(
       `Recorded a username change of user ${id(1)} as event 1 (stored already); sent to 2 instance(s) with listeners`,
     );
+  });
+
+  it('neither compares nor remembers a user who opted out, and records the others', async () => {
+    const publisher = new ScriptedPublisher(known);
+    const o = outbox(publisher, {}, new Set([id(2)]));
+    o.observeLive([seen(1, 'a'), seen(2, 'secret')]);
+    o.observeLive([seen(1, 'b'), seen(2, 'secret-renamed')]);
+    await until(() => known.username(1) === 'b' && idle(o)());
+    expect(publisher.names()).toEqual(['a']);
+    expect(known.username(2)).toBeUndefined();
+    expect(warnings).toEqual([]);
   });
 
   it('never throws to the caller, whatever the publish path throws', async () => {

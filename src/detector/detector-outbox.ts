@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { KnownNamesRepository } from '../name-events/known-names.repository.js';
+import { PrivacyRepository } from '../name-events/privacy.repository.js';
 import { PublishService, type PublishOutcome } from '../publish/publish.service.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { InterruptibleDelay } from './interruptible-delay.js';
@@ -57,6 +58,7 @@ export class DetectorOutbox {
   constructor(
     private readonly publisher: PublishService,
     private readonly knownNames: KnownNamesRepository,
+    private readonly privacy: PrivacyRepository,
     @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
     metrics: MetricsService,
   ) {
@@ -224,9 +226,18 @@ export class DetectorOutbox {
       let comparison: Comparison | undefined;
       try {
         const outcomes = await this.publisher.publishDetected(async (session) => {
-          if (committed) return committed.changes.map(withoutSource);
+          // Users who opted out are neither compared nor remembered: checked on every attempt,
+          // under the detect lock, which an opt-out takes too.
+          const optedOut = await this.privacy.optedOutAmong(
+            session,
+            observations.map((o) => o.userId),
+          );
+          if (committed) {
+            committed = withoutUsers(committed, optedOut);
+            return committed.changes.map(withoutSource);
+          }
           const known = await this.knownNames.findMany(session, knownNameKeys(observations));
-          comparison = compareWithKnown(observations, known);
+          comparison = withoutUsers(compareWithKnown(observations, known), optedOut);
           await this.knownNames.saveMany(session, comparison.updates);
           return comparison.changes.map(withoutSource);
         });
@@ -313,4 +324,14 @@ class Fifo<T> {
     this.items = [];
     this.head = 0;
   }
+}
+
+/** The comparison without what concerns `userIds` (users who opted out). */
+function withoutUsers(comparison: Comparison, userIds: ReadonlySet<string>): Comparison {
+  if (userIds.size === 0) return comparison;
+  return {
+    ...comparison,
+    changes: comparison.changes.filter((change) => !userIds.has(change.userId)),
+    updates: comparison.updates.filter((update) => !userIds.has(update.userId)),
+  };
 }

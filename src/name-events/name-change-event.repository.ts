@@ -102,6 +102,31 @@ export class NameChangeEventRepository {
   }
 
   /**
+   * Runs `work` in one transaction that holds both locks, the detect lock first (the order the
+   * detector takes them in): for what removes a user's data, so that no publish and no
+   * comparison of the detector is under way meanwhile, and each is wholly before or after it.
+   */
+  underAllLocks<T>(work: (session: Session) => Promise<T>): Promise<T> {
+    return this.withSession(async (session, discard) => {
+      let locked = false;
+      await storage(() => session.query('BEGIN'));
+      try {
+        await storage(() => session.query('SELECT pg_advisory_xact_lock($1)', [DETECT_LOCK_KEY]));
+        await storage(() => session.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]));
+        locked = true;
+        const result = await work(session);
+        await storage(() => session.query('COMMIT'));
+        return result;
+      } catch (error) {
+        await session.query('ROLLBACK').catch(discard);
+        throw error;
+      } finally {
+        if (locked) await this.unlockPublish(session, discard);
+      }
+    });
+  }
+
+  /**
    * In one transaction under the detect lock: `detect` reads and writes on the session and
    * returns the changes it found; only when there are some is the publish lock taken (after
    * the detect lock, never before: a POST holds only the publish lock) and they are stored.
@@ -279,7 +304,7 @@ export class NameChangeEventRepository {
 }
 
 /** Runs a statement; any failure of it means the database is unavailable. */
-async function storage<T>(statement: () => Promise<T>): Promise<T> {
+export async function storage<T>(statement: () => Promise<T>): Promise<T> {
   try {
     return await statement();
   } catch (error) {
