@@ -4,7 +4,8 @@ import helmet from 'helmet';
 import express, { json, type NextFunction, type Request, type Response } from 'express';
 import { isUtf8 } from 'node:buffer';
 import { fileURLToPath } from 'node:url';
-import { Logger } from 'nestjs-pino';
+import { Logger, PinoLogger } from 'nestjs-pino';
+import { accessLog } from './common/access-log.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { LISTEN_ROUTE } from './common/logger.js';
 import { answerMalformedRequestsWithJson } from './common/malformed-requests.js';
@@ -14,6 +15,8 @@ import type { AppConfig } from './config/configuration.js';
 
 export const API_PREFIX = 'api';
 export const BODY_LIMIT = '16kb';
+const LISTEN_PATH = `/${API_PREFIX}/${LISTEN_ROUTE}`;
+const HEALTH_PATH = `/${API_PREFIX}/health`;
 
 /** The live page (issue 8): beside this module, in src/ under jest and in dist/ once built. */
 export const PUBLIC_DIR = fileURLToPath(new URL('public/', import.meta.url));
@@ -38,6 +41,10 @@ const PAGE_CSP = [
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   const http = app.get<ConfigService<AppConfig, true>>(ConfigService).get('http', { infer: true });
   app.useLogger(app.get(Logger));
+  // Every request but the probes and the streams (which log their own open and close).
+  app.use(
+    accessLog(PinoLogger.root, (path) => path.startsWith(HEALTH_PATH) || path === LISTEN_PATH),
+  );
   app.setGlobalPrefix(API_PREFIX);
   app.disable('x-powered-by');
   // API answers are small and never revalidated: hashing each body for an ETag is wasted work
@@ -55,9 +62,8 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   const docsOverHttpHeaders = helmet({
     contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
   });
-  const listenPath = `/${API_PREFIX}/${LISTEN_ROUTE}`;
   app.use((req: Request, res: Response, next: NextFunction) => {
-    if (req.path === listenPath) return next();
+    if (req.path === LISTEN_PATH) return next();
     if (!req.secure && isDocsPath(req.path)) return docsOverHttpHeaders(req, res, next);
     return securityHeaders(req, res, next);
   });

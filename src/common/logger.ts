@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { RequestMethod } from '@nestjs/common';
+import type { IncomingMessage } from 'node:http';
 import type { Params } from 'nestjs-pino';
 
 /** The SSE route, relative to the global prefix. */
@@ -15,37 +14,20 @@ export function requestIdOf(req: IncomingMessage): string {
 }
 
 /**
- * Structured JSON logs. Every request gets an id (the caller's `X-Request-Id` when it is a
- * sane one), returned in `X-Request-Id` and attached to every log line of that request.
+ * Structured JSON logs through pino, for Nest's logger. The access log is `accessLog` (one line
+ * per request, with its id), so nestjs-pino binds no per-request logger to any route.
  */
 export function loggerOptions(level: string): Params {
   return {
-    // A stream lives for hours: a request logger (child logger, listeners, context) held for
-    // each of tens of thousands of listeners costs more memory than the rest of the stream.
-    exclude: [{ method: RequestMethod.GET, path: LISTEN_ROUTE }],
+    forRoutes: [],
     pinoHttp: {
       level,
-      genReqId: (req: IncomingMessage, res: ServerResponse) => {
-        const id = requestIdOf(req);
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie'],
-        censor: '[redacted]',
-      },
+      // The access log passes `req` and `res` already shaped: pino-http's serializers (which
+      // wrap what is logged in a `raw` field) hand them on as they are.
       serializers: {
-        // The client's address as Express sees it: behind a proxy, the one it put in
-        // X-Forwarded-For (as far as TRUST_PROXY trusts it), the same the rate limit keys on.
-        req: (req: { id: string; method: string; url: string; raw: { ip?: string } }) => ({
-          id: req.id,
-          method: req.method,
-          url: req.url,
-          remoteAddress: req.raw.ip,
-        }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+        req: ({ raw }: { raw: unknown }) => raw,
+        res: ({ raw }: { raw: unknown }) => raw,
       },
-      autoLogging: { ignore: (req) => req.url?.startsWith('/api/health') ?? false },
     },
   };
 }

@@ -119,7 +119,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
       const listener = new SseListener(subscriber, req.socket as Socket, options.userId, startId);
       this.add(listener);
       const stream = {
-        id: requestIdOf(req),
+        id: (req as Request & { id?: string }).id ?? requestIdOf(req),
         remoteAddress: req.ip,
         userId: options.userId ?? null,
       };
