@@ -11,7 +11,11 @@ import {
   UNSUPPORTED_MEDIA_TYPE_MESSAGE,
 } from './common/http-exception.filter.js';
 import { LISTEN_ROUTE } from './common/logger.js';
-import { answerMalformedRequestsWithJson } from './common/malformed-requests.js';
+import {
+  answerHttpLayerWithJson,
+  carriesBody,
+  continueWhenBodyIsWanted,
+} from './common/malformed-requests.js';
 import { createValidationPipe } from './common/validation.js';
 import { serveOpenApi } from './openapi/openapi.js';
 import type { AppConfig } from './config/configuration.js';
@@ -48,7 +52,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   // API answers are small and never revalidated: hashing each body for an ETag is wasted work
   // (the page's static files keep theirs).
   app.disable('etag');
-  answerMalformedRequestsWithJson(app);
+  answerHttpLayerWithJson(app, { ...http, bodyLimitBytes: BODY_LIMIT_BYTES });
   app.set('query parser', 'simple');
   app.set('trust proxy', http.trustProxy);
   // Not on the stream: its clients are EventSource readers, not documents, and every header
@@ -70,6 +74,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     });
   }
   app.use(requireJsonContentType);
+  app.use(continueWhenBodyIsWanted(BODY_LIMIT_BYTES));
   // The bytes as they came, never decoded in a declared charset: JSON here is UTF-8.
   app.use(
     raw({ limit: BODY_LIMIT_BYTES, type: 'application/json', verify: rejectInvalidUtf8 }),
@@ -114,10 +119,7 @@ function servePageOutsideApi() {
  * other type, or a charset other than utf-8 declared anywhere in the header, is a 415.
  */
 function requireJsonContentType(req: Request, res: Response, next: NextFunction): void {
-  const hasBody =
-    req.headers['transfer-encoding'] !== undefined ||
-    (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
-  if (!hasBody) {
+  if (!carriesBody(req)) {
     next();
     return;
   }
