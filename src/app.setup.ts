@@ -16,6 +16,7 @@ import {
   carriesBody,
   continueWhenBodyIsWanted,
 } from './common/malformed-requests.js';
+import { KnownQueryKeysGuard } from './common/query-keys.guard.js';
 import { createValidationPipe } from './common/validation.js';
 import { serveOpenApi } from './openapi/openapi.js';
 import type { AppConfig } from './config/configuration.js';
@@ -80,6 +81,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     raw({ limit: BODY_LIMIT_BYTES, type: 'application/json', verify: rejectInvalidUtf8 }),
     parseJsonBody,
   );
+  app.useGlobalGuards(new KnownQueryKeysGuard());
   app.useGlobalPipes(createValidationPipe());
   serveOpenApi(app);
   app.useGlobalFilters(new HttpExceptionFilter());

@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { NextFunction, Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 
@@ -51,8 +52,21 @@ function withExplicitSecurity(document: OpenAPIObject): OpenAPIObject {
   return document;
 }
 
+/** The documentation's own routes: Swagger UI, its files, and the document. */
+const DOCS_PATHS = /^\/api\/docs(?:-json|-yaml)?(?:\/|$)/;
+
 /** Serves Swagger UI at /api/docs and the document at /api/docs-json. */
 export function serveOpenApi(app: INestApplication): void {
+  // They take no query, and like every route refuse one rather than ignore it.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const keys = DOCS_PATHS.test(req.path) ? Object.keys(req.query) : [];
+    if (keys.length === 0) {
+      next();
+      return;
+    }
+    const message = keys.map((key) => `property ${key} should not exist`).join('; ');
+    res.status(400).json({ message, code: 400 });
+  });
   SwaggerModule.setup('api/docs', app, () => buildOpenApiDocument(app), {
     jsonDocumentUrl: 'api/docs-json',
     yamlDocumentUrl: 'api/docs-yaml',
