@@ -5,8 +5,15 @@ import { parseZonedTimestamp } from '../common/timestamp.js';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
 import { StorageUnavailableError } from '../name-events/name-event.types.js';
 import { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
-import { DeliveryFailedException, NoListenersException } from './publish.errors.js';
-import { PublishRateLimitGuard } from '../rate-limit/publish-rate-limit.guard.js';
+import {
+  DeliveryFailedException,
+  NO_LISTENERS_MESSAGE,
+  NoListenersException,
+} from './publish.errors.js';
+import {
+  PublishRateLimitGuard,
+  RATE_LIMITED_MESSAGE,
+} from '../rate-limit/publish-rate-limit.guard.js';
 import { PublishTokenGuard } from './publish-token.guard.js';
 import { PublishService } from './publish.service.js';
 
@@ -29,7 +36,7 @@ export class PublishController {
     type: PublishResponseDto,
     description: 'Stored, and delivered to every instance that has listeners.',
   })
-  @ApiErrorResponses(400, 401, 413, 415, 429, 500)
+  @ApiErrorResponses(400, 401, 413, 415, [429, RATE_LIMITED_MESSAGE], [500, NO_LISTENERS_MESSAGE])
   async publishNameChange(@Body() body: NameChangeEventDto): Promise<PublishResponseDto> {
     let receivers: number;
     try {
