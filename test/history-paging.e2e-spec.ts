@@ -193,6 +193,40 @@ describe('paging through a history (RFC 8288 Link headers)', () => {
     expect(page.link).toBeNull();
   });
 
+  it('tells apart times within one millisecond: the cursor keeps microseconds', async () => {
+    // Only SQL can store finer than a millisecond (the API parses to ms), so seeded here.
+    const micros = ['.000300', '.000100', '.000200', '.000100', '.000999', '.000000'];
+    for (const [i, fraction] of micros.entries()) {
+      await db.query(
+        `INSERT INTO name_change_events (user_id, type, name, changed_at) VALUES ($1, $2, $3, $4)`,
+        ['micro', 'username', `m${i}`, `2024-05-05T05:05:05${fraction}Z`],
+      );
+    }
+    const expected = ['m5', 'm1', 'm3', 'm2', 'm0', 'm4'];
+    for (const limit of [1, 2, 4]) {
+      const pages = await walk(`${path('micro')}?limit=${limit}`, limit, 'next', 'micro');
+      expect(pages.flat()).toEqual(
+        expected.map((name) => ({
+          type: 'username',
+          name,
+          changedAt: '2024-05-05T05:05:05.000Z',
+        })),
+      );
+    }
+    const before = await walk(
+      `${path('micro')}?limit=1&before=2024-05-05T05:05:05.0002Z`,
+      1,
+      'prev',
+      'micro',
+    );
+    expect(
+      before
+        .reverse()
+        .flat()
+        .map((e) => e.name),
+    ).toEqual(['m5', 'm1', 'm3']);
+  });
+
   it('escapes the user id in the link target, and the target works', async () => {
     const userId = 'a/b <c>"d';
     const pages = await walk(`${path(userId)}?limit=1`, 1, 'next', userId);
