@@ -22,8 +22,10 @@ const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 export class ExpressHttpAdapter extends ExpressAdapter {
   override initHttpServer(options: NestApplicationOptions): void {
     if (options.httpsOptions || options.forceCloseConnections || options.return503OnClosing) {
-      // Options this service does not use: Nest's own server for them.
+      // Options this service does not use: Nest's own server for them, with the field count
+      // (its maxHeaderSize is Node's default, which is the same 16 KiB).
       super.initHttpServer(options);
+      (this.httpServer as Server).maxHeadersCount = MAX_HEADER_FIELDS;
       return;
     }
     const server: Server = createServer(
