@@ -1,20 +1,30 @@
 import { ConfigService } from '@nestjs/config';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import helmet from 'helmet';
-import express, { json, type NextFunction, type Request, type Response } from 'express';
+import express, { raw, type NextFunction, type Request, type Response } from 'express';
 import { isUtf8 } from 'node:buffer';
 import { fileURLToPath } from 'node:url';
 import { Logger, PinoLogger } from 'nestjs-pino';
 import { accessLog } from './common/access-log.js';
-import { HttpExceptionFilter } from './common/http-exception.filter.js';
+import {
+  HttpExceptionFilter,
+  UNSUPPORTED_CHARSET_MESSAGE,
+  UNSUPPORTED_MEDIA_TYPE_MESSAGE,
+} from './common/http-exception.filter.js';
 import { LISTEN_ROUTE } from './common/logger.js';
-import { answerMalformedRequestsWithJson } from './common/malformed-requests.js';
+import {
+  answerHttpLayerWithJson,
+  carriesBody,
+  continueWhenBodyIsWanted,
+} from './common/malformed-requests.js';
+import { KnownQueryKeysGuard } from './common/query-keys.guard.js';
 import { createValidationPipe } from './common/validation.js';
 import { serveOpenApi } from './openapi/openapi.js';
 import type { AppConfig } from './config/configuration.js';
 
 export const API_PREFIX = 'api';
-export const BODY_LIMIT = '16kb';
+/** Request bodies: 16 KiB. */
+export const BODY_LIMIT_BYTES = 16 * 1024;
 const LISTEN_PATH = `/${API_PREFIX}/${LISTEN_ROUTE}`;
 const HEALTH_PATH = `/${API_PREFIX}/health`;
 
@@ -41,16 +51,17 @@ const PAGE_CSP = [
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   const http = app.get<ConfigService<AppConfig, true>>(ConfigService).get('http', { infer: true });
   app.useLogger(app.get(Logger));
-  // Every request but the probes and the streams (which log their own open and close).
-  app.use(
-    accessLog(PinoLogger.root, (path) => path.startsWith(HEALTH_PATH) || path === LISTEN_PATH),
-  );
   app.setGlobalPrefix(API_PREFIX);
   app.disable('x-powered-by');
   // API answers are small and never revalidated: hashing each body for an ETag is wasted work
   // (the page's static files keep theirs).
   app.disable('etag');
-  answerMalformedRequestsWithJson(app);
+  answerHttpLayerWithJson(app, { ...http, bodyLimitBytes: BODY_LIMIT_BYTES });
+  // Every request the application serves but the probes and the streams (which log their own
+  // open and close); what the HTTP layer refuses above is not the application's to log.
+  app.use(
+    accessLog(PinoLogger.root, (path) => path.startsWith(HEALTH_PATH) || path === LISTEN_PATH),
+  );
   app.set('query parser', 'simple');
   app.set('trust proxy', http.trustProxy);
   // Not on the stream: its clients are EventSource readers, not documents, and every header
@@ -79,9 +90,13 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     });
   }
   app.use(requireJsonContentType);
+  app.use(continueWhenBodyIsWanted(BODY_LIMIT_BYTES));
+  // The bytes as they came, never decoded in a declared charset: JSON here is UTF-8.
   app.use(
-    json({ limit: BODY_LIMIT, strict: false, type: 'application/json', verify: rejectInvalidUtf8 }),
+    raw({ limit: BODY_LIMIT_BYTES, type: 'application/json', verify: rejectInvalidUtf8 }),
+    parseJsonBody,
   );
+  app.useGlobalGuards(new KnownQueryKeysGuard());
   app.useGlobalPipes(createValidationPipe());
   serveOpenApi(app);
   app.useGlobalFilters(new HttpExceptionFilter());
@@ -122,13 +137,62 @@ function servePageOutsideApi() {
   };
 }
 
-/** A request that carries a body must say it is JSON: anything else is a 415. */
+/**
+ * A request that carries a body must say it is JSON, and JSON here is UTF-8 (RFC 8259): any
+ * other type, or a charset other than utf-8 declared anywhere in the header, is a 415.
+ */
 function requireJsonContentType(req: Request, res: Response, next: NextFunction): void {
-  const hasBody =
-    req.headers['transfer-encoding'] !== undefined ||
-    (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
-  if (hasBody && !req.is('application/json')) {
-    res.status(415).json({ message: 'Content-Type must be application/json', code: 415 });
+  if (!carriesBody(req)) {
+    next();
+    return;
+  }
+  if (!req.is('application/json')) {
+    res.status(415).json({ message: UNSUPPORTED_MEDIA_TYPE_MESSAGE, code: 415 });
+    return;
+  }
+  if (declaredCharsets(req.headers['content-type'] ?? '').some((charset) => charset !== 'utf-8')) {
+    res.status(415).json({ message: UNSUPPORTED_CHARSET_MESSAGE, code: 415 });
+    return;
+  }
+  next();
+}
+
+/**
+ * Every `charset` parameter of a Content-Type, lower-cased and unquoted. Split on every ';',
+ * even one inside a quoted value: that can only find more charsets than there are, never
+ * fewer, and a doubtful header is refused rather than guessed at.
+ */
+function declaredCharsets(contentType: string): string[] {
+  return contentType
+    .split(';')
+    .slice(1)
+    .flatMap((parameter) => {
+      const equals = parameter.indexOf('=');
+      const name = (equals === -1 ? parameter : parameter.slice(0, equals)).trim().toLowerCase();
+      if (name !== 'charset') return [];
+      const value = equals === -1 ? '' : parameter.slice(equals + 1).trim();
+      const unquoted = /^"(.*)"$/s.exec(value)?.[1]?.replace(/\\(.)/gs, '$1') ?? value;
+      return [unquoted.toLowerCase()];
+    });
+}
+
+/**
+ * The JSON text of a body read by `raw()`, decoded as UTF-8 whatever the request says (a
+ * leading byte order mark is ignored, as RFC 8259 allows). An empty body is an empty object,
+ * left to validation to refuse, as Express's json() parser did.
+ */
+function parseJsonBody(req: Request, _res: Response, next: NextFunction): void {
+  const body: unknown = req.body;
+  if (!Buffer.isBuffer(body)) {
+    next();
+    return;
+  }
+  const text = body.toString('utf8');
+  try {
+    req.body =
+      text.length === 0 ? {} : JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  } catch {
+    next(Object.assign(new Error('Invalid JSON'), { status: 400, type: 'entity.parse.failed' }));
     return;
   }
   next();

@@ -4,10 +4,21 @@ import type { components, paths } from './generated/openapi.js';
 import { redisEnv, startApp, type TestApp } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import { http } from './support/http.js';
+import { assertMatchesSchema } from './support/openapi-contract.js';
 import { SseStream } from './support/sse.js';
 
 type NameChangeEvent = components['schemas']['NameChangeEventDto'];
 type ErrorResponse = components['schemas']['ErrorResponseDto'];
+/** What the generated client says one message of the stream is: not a string. */
+type ListenMessage =
+  paths['/api/webhooks/prevnames/listen']['get']['responses'][200]['content']['text/event-stream'];
+type StreamedEvent = components['schemas']['NameChangeEvent'];
+// Compile-time: the stream's type is the named message schema, whose data is the event type.
+const messageIsNamed: ListenMessage extends components['schemas']['NameChangeEventMessage']
+  ? true
+  : false = true;
+const dataIsTheEvent: NonNullable<ListenMessage['data']> extends StreamedEvent ? true : false =
+  true;
 
 /** The client users generate from the committed document (see README), against the real app. */
 describe('a client generated from the OpenAPI document', () => {
@@ -50,6 +61,38 @@ describe('a client generated from the OpenAPI document', () => {
       prevnames: [{ type: 'displayname', name: 'Typed 🦊', changedAt: '2024-06-07T15:30:00.000Z' }],
       code: 200,
     });
+  });
+
+  it('types the stream: each message, and the event in its data, as the document names them', async () => {
+    expect([messageIsNamed, dataIsTheEvent]).toEqual([true, true]);
+    const stream = await SseStream.open(
+      `${app.url}/api/webhooks/prevnames/listen?userId=client-stream`,
+    );
+    const sent: StreamedEvent = {
+      userId: 'client-stream',
+      type: 'username',
+      name: 'streamed "typed" ✓',
+      changedAt: '2024-06-07T15:30:00.000Z',
+    };
+    const published = await client.POST('/api/webhooks/prevnames', {
+      body: { ...sent, changedAt: '2024-06-07T17:30:00+02:00' },
+    });
+    expect(published.response.status).toBe(200);
+    await stream.untilEvents(1);
+    stream.close();
+    // What an SSE client hands its application, typed with the generated client's types.
+    const [opening, event]: ListenMessage[] = stream.messages
+      .filter((m) => m.id !== undefined)
+      .map((m) => ({
+        id: m.id!,
+        ...(m.data === undefined ? {} : { data: JSON.parse(m.data) as StreamedEvent }),
+        ...(m.retry === undefined ? {} : { retry: Number(m.retry) }),
+      }));
+    expect(opening).toEqual({ id: expect.stringMatching(/^\d+$/) as unknown, retry: 3000 });
+    expect(event).toEqual({ id: expect.stringMatching(/^\d+$/) as unknown, data: sent });
+    // The document's schemas accept exactly what was sent.
+    for (const message of [opening, event]) assertMatchesSchema('NameChangeEventMessage', message);
+    assertMatchesSchema('NameChangeEvent', event.data);
   });
 
   it('gets typed errors', async () => {

@@ -11,13 +11,16 @@ import type { Request, Response } from 'express';
 import type { ErrorResponseDto } from './error-response.dto.js';
 
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error';
+export const BODY_TOO_LARGE_MESSAGE = 'Request body exceeds the 16 KiB limit';
+export const UNSUPPORTED_MEDIA_TYPE_MESSAGE = 'Content-Type must be application/json';
+export const UNSUPPORTED_CHARSET_MESSAGE = 'Unsupported charset: request bodies must be UTF-8 JSON';
 
 /** Messages for the errors Express and body-parser raise before a controller runs. */
 const PARSER_MESSAGES: Record<string, string> = {
   'entity.parse.failed': 'Request body is not valid JSON',
-  'entity.too.large': 'Request body exceeds the 16 KiB limit',
+  'entity.too.large': BODY_TOO_LARGE_MESSAGE,
   'encoding.unsupported': 'Unsupported Content-Encoding',
-  'charset.unsupported': 'Unsupported charset: request bodies must be UTF-8 JSON',
+  'charset.unsupported': UNSUPPORTED_CHARSET_MESSAGE,
   'request.aborted': 'Request aborted',
   'request.size.invalid': 'Request body size did not match Content-Length',
 };

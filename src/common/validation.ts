@@ -33,14 +33,22 @@ class StrictValidationPipe extends ValidationPipe {
           `Request body must not nest more than ${MAX_BODY_DEPTH} levels deep`,
         );
       }
-      const forbidden = FORBIDDEN_KEYS.filter((key) => Object.hasOwn(value, key));
-      if (forbidden.length > 0) {
-        throw new BadRequestException(
-          forbidden.map((key) => `property ${key} should not exist`).join('; '),
-        );
-      }
+      refuseForbiddenKeys(value);
+    }
+    // A query string is parsed into an object too: `?toString=1` is as unknown a key as `?x=1`.
+    if (metadata.type === 'query' && metadata.metatype && this.toValidate(metadata)) {
+      if (typeof value === 'object' && value !== null) refuseForbiddenKeys(value);
     }
     return super.transform(value, metadata);
+  }
+}
+
+function refuseForbiddenKeys(value: object): void {
+  const forbidden = FORBIDDEN_KEYS.filter((key) => Object.hasOwn(value, key));
+  if (forbidden.length > 0) {
+    throw new BadRequestException(
+      forbidden.map((key) => `property ${key} should not exist`).join('; '),
+    );
   }
 }
 

@@ -6,7 +6,12 @@ import { EnvironmentVariables, validateEnvironment } from './environment.js';
  */
 export interface AppConfig {
   app: { port: number; shutdownTimeoutMs: number; logLevel: string };
-  http: { corsOrigins: string[] | '*' | undefined; trustProxy: boolean | number | string };
+  http: {
+    corsOrigins: string[] | '*' | undefined;
+    trustProxy: boolean | number | string;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+  };
   database: { url: string | undefined; dataDir: string; poolSize: number };
   redis: {
     url: string | undefined;
@@ -63,7 +68,12 @@ export function buildConfiguration(env: Record<string, string | undefined>): App
       bufferLimitBytes: e.SSE_BUFFER_LIMIT_BYTES,
       maxListeners: e.SSE_MAX_LISTENERS,
     },
-    http: { corsOrigins: parseOrigins(e.CORS_ORIGINS), trustProxy: parseTrustProxy(e.TRUST_PROXY) },
+    http: {
+      corsOrigins: parseOrigins(e.CORS_ORIGINS),
+      trustProxy: parseTrustProxy(e.TRUST_PROXY),
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+    },
     publish: {
       token: e.PUBLISH_TOKEN,
       rateLimit: e.PUBLISH_RATE_LIMIT,

@@ -208,6 +208,20 @@ export class EnvironmentVariables {
   SHUTDOWN_TIMEOUT_MS: number = 10_000;
 
   @IsOptional()
+  @Transform(toInteger)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
+  HTTP_HEADERS_TIMEOUT_MS: number = 10_000;
+
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
+  HTTP_REQUEST_TIMEOUT_MS: number = 30_000;
+
+  @IsOptional()
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL: string = 'info';
 }
@@ -249,6 +263,12 @@ export function validateEnvironment(env: Record<string, string | undefined>): En
   if (parsed.REDIS_SENTINELS && parsed.REDIS_URL) {
     throw new ConfigurationError(
       'Invalid configuration: set REDIS_URL or REDIS_SENTINELS, not both',
+    );
+  }
+  if (parsed.HTTP_HEADERS_TIMEOUT_MS > parsed.HTTP_REQUEST_TIMEOUT_MS) {
+    // The headers are part of the request: Node needs the one timeout within the other.
+    throw new ConfigurationError(
+      'Invalid configuration: HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS',
     );
   }
   if (Boolean(parsed.REDIS_SENTINELS) !== Boolean(parsed.REDIS_SENTINEL_MASTER)) {

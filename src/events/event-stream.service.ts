@@ -18,6 +18,7 @@ import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import { SseListener, type CloseReason, type Frame } from './sse-listener.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
+export const TOO_MANY_LISTENERS_MESSAGE = 'Too many listeners on this instance';
 
 /** At shutdown, streams end in waves over this window, so their clients do not all reconnect at once. */
 const HANDOVER_WINDOW_MS = 500;
@@ -77,7 +78,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
   ): Promise<Observable<MessageEvent>> {
     if (this.closing) return this.handedOver(options);
     if (this.listenerCount >= this.sse.maxListeners) {
-      throw new ServiceUnavailableException('Too many listeners on this instance');
+      throw new ServiceUnavailableException(TOO_MANY_LISTENERS_MESSAGE);
     }
     this.opening++;
     let reserved = true;

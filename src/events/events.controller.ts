@@ -9,13 +9,31 @@ import {
   SseSignal,
 } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import {
+  ApiExtraModels,
+  ApiHeader,
+  ApiOperation,
+  ApiResponse,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { Observable } from 'rxjs';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import type { AppConfig } from '../config/configuration.js';
-import { EVENT_ID_MESSAGE, EVENT_ID_PATTERN, ListenQueryDto, parseEventId } from './events.dto.js';
-import { EventStreamService } from './event-stream.service.js';
+import {
+  EVENT_ID_MESSAGE,
+  EVENT_ID_PATTERN,
+  ListenQueryDto,
+  NameChangeEventMessageDto,
+  NameChangeEventPayloadDto,
+  parseEventId,
+} from './events.dto.js';
+import {
+  EventStreamService,
+  STREAM_SETUP_FAILED,
+  TOO_MANY_LISTENERS_MESSAGE,
+} from './event-stream.service.js';
 
 const STREAM_DESCRIPTION = `A Server-Sent Events stream of name change events, live, from every instance.
 
@@ -26,6 +44,9 @@ The stream opens with a message that has no data: \`id:\` where this client's st
 Reconnect with the \`Last-Event-ID\` header (browsers do it by themselves) or \`?lastEventId=\` to first receive the stored events after that id (up to SSE_REPLAY_LIMIT of the newest), then the live stream, with no gap and no duplicate.
 
 A listener that stops reading is disconnected once more than SSE_BUFFER_LIMIT_BYTES wait for it; it can reconnect and replay. When an instance stops, its streams end with a short \`retry:\` so their clients reconnect to another instance.`;
+
+const STREAM_EXAMPLE =
+  '\nid: 41\nretry: 3000\n\nid: 42\ndata: {"userId":"123","type":"username","name":"old_name","changedAt":"2024-06-07T15:30:00.000Z"}\n\n: keep-alive\n\n';
 
 @ApiTags('events')
 @Controller('webhooks/prevnames')
@@ -50,18 +71,29 @@ export class EventsController {
     description: 'Replay the stored events after this id before the live stream.',
     schema: { type: 'string', pattern: EVENT_ID_PATTERN.source },
   })
+  @ApiExtraModels(NameChangeEventMessageDto, NameChangeEventPayloadDto)
   @ApiResponse({
     status: 200,
-    description: 'The event stream.',
+    description: `The event stream: a sequence of NameChangeEventMessage, with \`: keep-alive\` comments between them. (OpenAPI 3.0 cannot say "a stream of": the schema is that of one message.) On the wire:
+
+\`\`\`
+${STREAM_EXAMPLE}\`\`\``,
     content: {
       'text/event-stream': {
-        schema: { type: 'string' },
-        example:
-          '\nid: 41\nretry: 3000\n\nid: 42\ndata: {"userId":"123","type":"username","name":"old_name","changedAt":"2024-06-07T15:30:00.000Z"}\n\n: keep-alive\n\n',
+        schema: { $ref: getSchemaPath(NameChangeEventMessageDto) },
+        example: {
+          id: '42',
+          data: {
+            userId: '123',
+            type: 'username',
+            name: 'old_name',
+            changedAt: '2024-06-07T15:30:00.000Z',
+          },
+        },
       },
     },
   })
-  @ApiErrorResponses(400, 500, 503)
+  @ApiErrorResponses(400, [500, STREAM_SETUP_FAILED], [503, TOO_MANY_LISTENERS_MESSAGE])
   listen(
     @Query() query: ListenQueryDto,
     @Headers('last-event-id') lastEventIdHeader: string | undefined,

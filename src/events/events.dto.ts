@@ -1,6 +1,7 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
+import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
 
 export const EVENT_ID_PATTERN = /^\d{1,19}$/;
 export const EVENT_ID_MESSAGE = 'must be a stored event id (a non-negative integer)';
@@ -33,4 +34,63 @@ export class ListenQueryDto {
   @IsOptional()
   @Matches(EVENT_ID_PATTERN, { message: `lastEventId ${EVENT_ID_MESSAGE}` })
   lastEventId?: string;
+}
+
+/**
+ * The data of a stream message: a stored event, as every listener receives it. Its own
+ * schema, so that generated clients get a type for what they parse out of `data:`.
+ */
+@ApiSchema({
+  name: 'NameChangeEvent',
+  description:
+    "A stored name change event: the JSON of a stream message's `data:` line. `name` is the name the user had before the change.",
+})
+export class NameChangeEventPayloadDto {
+  @ApiProperty({ minLength: 1, maxLength: USER_ID_MAX_LENGTH, example: '123456789012345678' })
+  userId: string;
+
+  @ApiProperty({ enum: NAME_TYPES, enumName: 'NameType', description: 'Kind of name.' })
+  type: NameType;
+
+  @ApiProperty({ description: 'The previous name, exactly as recorded.', example: 'old_name' })
+  name: string;
+
+  @ApiProperty({
+    description: 'When the change occurred, in UTC with milliseconds.',
+    format: 'date-time',
+    pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
+    example: '2024-06-07T15:30:00.000Z',
+  })
+  changedAt: string;
+}
+
+/**
+ * One message of the stream, field by field (the `text/event-stream` framing aside): what an
+ * SSE client hands its application. Comments (`: keep-alive`) are not messages.
+ */
+@ApiSchema({
+  name: 'NameChangeEventMessage',
+  description:
+    'One Server-Sent Events message of the stream. An event: `id` and `data` (a NameChangeEvent, sent as one line of JSON). The first message of a stream: `id` (where it starts) and `retry`, no `data`.',
+})
+export class NameChangeEventMessageDto {
+  @ApiProperty({
+    description: 'The stored event id (a decimal string): send it back as Last-Event-ID.',
+    pattern: EVENT_ID_PATTERN.source,
+    example: '42',
+  })
+  id: string;
+
+  @ApiPropertyOptional({
+    type: () => NameChangeEventPayloadDto,
+    description: 'The event, as one line of JSON; absent from the first message.',
+  })
+  data?: NameChangeEventPayloadDto;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    description: 'Reconnection delay in ms (SSE_RETRY_MS), on the first message.',
+    example: 3000,
+  })
+  retry?: number;
 }

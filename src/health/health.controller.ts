@@ -1,7 +1,7 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { type HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
-import { ApiErrorResponses } from '../common/api-error-responses.js';
+import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
 import { BusHealthIndicator } from '../bus/bus.health.js';
 import { DatabaseHealthIndicator } from '../database/database.health.js';
 import { HealthResponseDto } from './health.dto.js';
@@ -20,6 +20,7 @@ export class HealthController {
   @Get('live')
   @ApiOperation({ summary: 'Liveness: the process is up and serving HTTP' })
   @ApiOkResponse({ type: HealthResponseDto, description: 'Alive.' })
+  @ApiErrorResponses(UNKNOWN_QUERY_KEY)
   getLiveness(): HealthResponseDto {
     return { status: 'ok' };
   }
@@ -27,7 +28,7 @@ export class HealthController {
   @Get('ready')
   @ApiOperation({ summary: 'Readiness: the database (and Redis, when configured) answer' })
   @ApiOkResponse({ type: HealthResponseDto, description: 'Ready: every dependency answers.' })
-  @ApiErrorResponses(503)
+  @ApiErrorResponses(UNKNOWN_QUERY_KEY, [503, 'Not ready: database unavailable'])
   async getReadiness(): Promise<HealthResponseDto> {
     let result: HealthCheckResult | undefined;
     let failure: unknown;

@@ -72,10 +72,12 @@ export class HttpDrainService implements OnApplicationBootstrap, BeforeApplicati
   }
 
   /**
-   * Holds the application's shutdown (and so Nest's own server.close(), which closes idle
-   * connections too) until the grace is over.
+   * Drains on every shutdown, `app.close()` without a signal included (a test, an embedding
+   * script), and holds the application's shutdown (and so Nest's own server.close(), which
+   * closes idle connections too) until the grace is over.
    */
   async beforeApplicationShutdown(): Promise<void> {
+    this.begin();
     await this.graceOver;
   }
 

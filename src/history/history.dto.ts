@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { IsZonedTimestamp } from '../common/timestamp.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
 import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
@@ -16,12 +16,18 @@ export class UserIdParamDto {
     example: '123456789012345678',
   })
   @IsUserId()
-  userId: string;
+  // An empty segment matches the route without an id: that is an id of length 0.
+  userId: string = '';
 }
+
+export const CURSOR_MESSAGE =
+  "cursor must be one this service issued, in a Link header of this user's history";
+/** Longer than any cursor issued: a cursor is a few dozen characters. */
+const CURSOR_MAX_LENGTH = 256;
 
 export class HistoryQueryDto {
   @ApiPropertyOptional({
-    description: `At most this many entries (1-${HISTORY_MAX_LIMIT}), the oldest first. Default: all of them.`,
+    description: `At most this many entries (1-${HISTORY_MAX_LIMIT}): the oldest of the selection, or with \`before\` the ones closest before it. While more remain, the answer carries a \`Link\` header (RFC 8288) to the next page. Default: all of them, no \`Link\`.`,
     minimum: 1,
     maximum: HISTORY_MAX_LIMIT,
     type: 'integer',
@@ -34,7 +40,8 @@ export class HistoryQueryDto {
   limit?: number;
 
   @ApiPropertyOptional({
-    description: 'Only entries that changed strictly before this time (ISO 8601 with a zone).',
+    description:
+      'Only entries that changed strictly before this time (ISO 8601 with a zone). With `limit`, the page is the `limit` entries closest before it (still oldest first), and its `Link` has `rel="prev"` to the entries before those.',
     format: 'date-time',
     example: '2024-06-07T15:30:00.000Z',
   })
@@ -44,13 +51,24 @@ export class HistoryQueryDto {
 
   @ApiPropertyOptional({
     description:
-      'Only entries that changed strictly after this time (ISO 8601 with a zone). To page forward, pass the last `changedAt` you have.',
+      'Only entries that changed strictly after this time (ISO 8601 with a zone). To page, follow the `Link` header instead: entries that share a time are never split or repeated that way.',
     format: 'date-time',
     example: '2024-06-07T15:30:00.000Z',
   })
   @IsOptional()
   @IsZonedTimestamp()
   after?: string;
+
+  @ApiPropertyOptional({
+    description:
+      'Where a page continues: opaque, taken from a `Link` header of this user\'s history (`rel="next"`: the entries after the page it came with; `rel="prev"`: the entries before it). A cursor that was changed, or issued for another user, is a 400.',
+    maxLength: CURSOR_MAX_LENGTH,
+    example: 'WyJuZXh0IiwiMjAyNC0wNi0wN1QxNTozMDowMC4wMDAwMDBaIiwiNDIiXQ.7K0Ywp6J9Ljw2EX0',
+  })
+  @IsOptional()
+  @IsString({ message: CURSOR_MESSAGE })
+  @MaxLength(CURSOR_MAX_LENGTH, { message: CURSOR_MESSAGE })
+  cursor?: string;
 }
 
 export class NameEntryDto {

@@ -1,18 +1,93 @@
-import { Injectable } from '@nestjs/common';
+import { BadRequestException, Injectable } from '@nestjs/common';
 import { parseZonedTimestamp } from '../common/timestamp.js';
-import type { HistoryQueryDto, HistoryResponseDto } from './history.dto.js';
-import { NameChangeEventRepository } from '../name-events/name-change-event.repository.js';
+import {
+  HISTORY_END,
+  HISTORY_START,
+  NameChangeEventRepository,
+  type HistoryPosition,
+} from '../name-events/name-change-event.repository.js';
+import { decodeCursor, encodeCursor } from './history-cursor.js';
+import { CURSOR_MESSAGE, type HistoryQueryDto, type HistoryResponseDto } from './history.dto.js';
+
+/** Above every id: `after=T` leaves out every entry at T, whatever its id. */
+const MAX_ID = '9223372036854775807';
+
+/** A history answer, with the cursors of the pages beside it when there are more. */
+export interface HistoryResult {
+  body: HistoryResponseDto;
+  /** The entries after this page (read forward). */
+  next?: string;
+  /** The entries before this page (read from `before` backward). */
+  prev?: string;
+}
 
 @Injectable()
 export class HistoryService {
   constructor(private readonly events: NameChangeEventRepository) {}
 
-  async getNameHistory(userId: string, query: HistoryQueryDto): Promise<HistoryResponseDto> {
-    const prevnames = await this.events.findHistory(userId, {
+  /**
+   * The user's history, or the part of it the query selects: entries strictly after `after`
+   * and before `before`; with `limit`, the oldest N of them, or with `before` the N closest
+   * before it; a cursor continues from the page it was issued with, in its direction.
+   */
+  async getNameHistory(userId: string, query: HistoryQueryDto): Promise<HistoryResult> {
+    const cursor = query.cursor === undefined ? undefined : decodeCursor(userId, query.cursor);
+    if (query.cursor !== undefined && cursor === undefined) {
+      throw new BadRequestException(CURSOR_MESSAGE);
+    }
+    if (!cursor && query.limit === undefined && !query.before && !query.after) {
+      return { body: { userId, prevnames: await this.events.findHistory(userId), code: 200 } };
+    }
+    let after = query.after ? { at: micros(query.after, 'down'), id: MAX_ID } : HISTORY_START;
+    let before = query.before ? { at: micros(query.before, 'up'), id: '0' } : HISTORY_END;
+    let fromEnd = query.before !== undefined && query.limit !== undefined;
+    if (cursor?.direction === 'next') {
+      after = later(after, cursor.position);
+      fromEnd = false;
+    } else if (cursor?.direction === 'prev') {
+      before = earlier(before, cursor.position);
+      fromEnd = true;
+    }
+    const page = await this.events.findHistoryPage(userId, {
+      after,
+      before,
       limit: query.limit,
-      before: query.before === undefined ? undefined : parseZonedTimestamp(query.before),
-      after: query.after === undefined ? undefined : parseZonedTimestamp(query.after),
+      fromEnd,
     });
-    return { userId, prevnames, code: 200 };
+    const body: HistoryResponseDto = { userId, prevnames: page.entries, code: 200 };
+    if (!page.more) return { body };
+    return fromEnd
+      ? { body, prev: encodeCursor(userId, { direction: 'prev', position: page.first! }) }
+      : { body, next: encodeCursor(userId, { direction: 'next', position: page.last! }) };
   }
 }
+
+/**
+ * A timestamp of the query in the repository's microsecond form, rounded down (for `after`)
+ * or up (for `before`) when it has finer digits, so that no stored time between the two
+ * roundings is let in or left out.
+ */
+function micros(timestamp: string, rounding: 'down' | 'up'): string {
+  const millis = parseZonedTimestamp(timestamp)!.getTime();
+  // The digits below the millisecond, as nanoseconds (parseZonedTimestamp keeps whole ms).
+  const nanos = Number((/\.(\d+)/.exec(timestamp)?.[1] ?? '').padEnd(9, '0').slice(3, 9));
+  const subMillis = Math.floor(nanos / 1000) + (rounding === 'up' && nanos % 1000 !== 0 ? 1 : 0);
+  const date = new Date(millis + Math.floor(subMillis / 1000));
+  if (date.getUTCFullYear() > 9999) return 'infinity';
+  return date.toISOString().replace('Z', `${String(subMillis % 1000).padStart(3, '0')}Z`);
+}
+
+/**
+ * Order of positions. Times in the microsecond form have one width, so they compare as
+ * strings; the infinities are the only other values.
+ */
+function compare(a: HistoryPosition, b: HistoryPosition): number {
+  const rank = (at: string) => (at === '-infinity' ? -1 : at === 'infinity' ? 1 : 0);
+  const byTime = rank(a.at) - rank(b.at) || (a.at < b.at ? -1 : a.at > b.at ? 1 : 0);
+  if (byTime !== 0) return byTime;
+  const [x, y] = [BigInt(a.id), BigInt(b.id)];
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+const later = (a: HistoryPosition, b: HistoryPosition) => (compare(a, b) >= 0 ? a : b);
+const earlier = (a: HistoryPosition, b: HistoryPosition) => (compare(a, b) <= 0 ? a : b);

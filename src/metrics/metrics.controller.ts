@@ -1,5 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
 import { MetricsService } from './metrics.service.js';
 
 @ApiTags('operations')
@@ -11,11 +12,11 @@ export class MetricsController {
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
   @Header('Cache-Control', 'no-cache')
   @ApiOperation({ summary: 'Prometheus metrics (text exposition format)' })
-  @ApiProduces('text/plain')
   @ApiOkResponse({
     description: 'Metrics in the Prometheus text format.',
     content: { 'text/plain': { schema: { type: 'string' } } },
   })
+  @ApiErrorResponses(UNKNOWN_QUERY_KEY)
   getMetrics(): Promise<string> {
     return this.metrics.metrics();
   }

@@ -24,6 +24,8 @@ const DETECT_LOCK_KEY = '8099552841756402548';
 
 // Postgres formats the timestamp itself, in the contract's form, so rows need no Date round trip.
 const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+// A stored time exactly, to the microsecond Postgres keeps: where a page of history ends.
+const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 const STORED_COLUMNS = `id::text AS id, user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt"`;
 
@@ -33,12 +35,40 @@ function keyOf(event: { userId: string; type: string; name: string; changedAt: D
   return JSON.stringify([event.userId, event.type, event.name, at]);
 }
 
-export interface HistoryWindow {
-  limit?: number;
-  before?: Date;
-  after?: Date;
+/**
+ * A place in a user's history, whose order is (changedAt, id): the stored time to the
+ * microsecond (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, or `-infinity` / `infinity`) and the id.
+ */
+export interface HistoryPosition {
+  at: string;
+  id: string;
 }
 
+/** Before every entry, and after every entry. */
+export const HISTORY_START: HistoryPosition = { at: '-infinity', id: '0' };
+export const HISTORY_END: HistoryPosition = { at: 'infinity', id: '0' };
+
+/** The entries strictly between two positions, at most `limit` of them. */
+export interface HistoryRange {
+  after: HistoryPosition;
+  before: HistoryPosition;
+  /** Default: all of them. */
+  limit?: number;
+  /** Take the `limit` entries closest to `before` rather than to `after`. */
+  fromEnd: boolean;
+}
+
+export interface HistoryPage {
+  /** Oldest first, whichever end the page was taken from. */
+  entries: NameEntry[];
+  /** Where the first and the last entry are (undefined when there are none). */
+  first?: HistoryPosition;
+  last?: HistoryPosition;
+  /** Whether the range holds entries beyond the page, on the side away from its end. */
+  more: boolean;
+}
+
+type HistoryRow = NameEntry & HistoryPosition;
 /** A database session held for a sequence of statements (the publish lock's). */
 export type Session = ClientBase;
 
@@ -57,33 +87,59 @@ export interface StoredOutcome {
 export class NameChangeEventRepository {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  /** The user's history, oldest first (ties in storage order), optionally one window of it. */
-  async findHistory(userId: string, { limit, before, after }: HistoryWindow): Promise<NameEntry[]> {
-    // The hot read: a named statement, parsed and planned once per connection. The plain
-    // "whole history" form gets its own, simpler one.
-    const windowed = limit !== undefined || before !== undefined || after !== undefined;
-    return this.run<NameEntry>(
-      windowed
-        ? {
-            name: 'history-window',
-            text: `SELECT type, name, ${UTC_ISO} AS "changedAt"
-                     FROM name_change_events
-                    WHERE user_id = $1
-                      AND ($2::timestamptz IS NULL OR changed_at < $2)
-                      AND ($3::timestamptz IS NULL OR changed_at > $3)
-                    ORDER BY changed_at, id
-                    LIMIT $4`,
-            values: [userId, before ?? null, after ?? null, limit ?? null],
-          }
-        : {
-            name: 'history',
-            text: `SELECT type, name, ${UTC_ISO} AS "changedAt"
-                     FROM name_change_events
-                    WHERE user_id = $1
-                    ORDER BY changed_at, id`,
-            values: [userId],
-          },
-    );
+  /** The user's whole history, oldest first (ties in storage order). */
+  async findHistory(userId: string): Promise<NameEntry[]> {
+    // The hot read: a named statement, parsed and planned once per connection.
+    return this.run<NameEntry>({
+      name: 'history',
+      text: `SELECT type, name, ${UTC_ISO} AS "changedAt"
+               FROM name_change_events
+              WHERE user_id = $1
+              ORDER BY changed_at, id`,
+      values: [userId],
+    });
+  }
+
+  /**
+   * One page of the user's history: the entries strictly between two positions in
+   * (changedAt, id) order, from either end. A row comparison on the index's own columns, so
+   * the index is entered right at the page, however deep; one row past the limit tells
+   * whether more remain.
+   */
+  async findHistoryPage(userId: string, range: HistoryRange): Promise<HistoryPage> {
+    // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
+    const order = range.fromEnd
+      ? 'changed_at DESC, name_change_events.id DESC'
+      : 'changed_at, name_change_events.id';
+    const rows = await this.run<HistoryRow>({
+      name: range.fromEnd ? 'history-page-from-end' : 'history-page',
+      text: `SELECT type, name, ${UTC_ISO} AS "changedAt", ${UTC_ISO_MICROS} AS at, id::text AS id
+               FROM name_change_events
+              WHERE user_id = $1
+                AND (changed_at, id) > ($2::timestamptz, $3::bigint)
+                AND (changed_at, id) < ($4::timestamptz, $5::bigint)
+              ORDER BY ${order}
+              LIMIT $6`,
+      values: [
+        userId,
+        range.after.at,
+        range.after.id,
+        range.before.at,
+        range.before.id,
+        range.limit === undefined ? null : range.limit + 1,
+      ],
+    });
+    const more = range.limit !== undefined && rows.length > range.limit;
+    if (more) rows.pop();
+    if (range.fromEnd) rows.reverse();
+    const first = rows[0];
+    const last = rows[rows.length - 1];
+    return {
+      entries: rows.map(({ type, name, changedAt }) => ({ type, name, changedAt })),
+      first: first && { at: first.at, id: first.id },
+      last: last && { at: last.at, id: last.id },
+      more,
+    };
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { NextFunction, Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 
@@ -11,7 +12,7 @@ const DESCRIPTION = `Keeps the history of Discord users' previous usernames and 
 
 **\`name\`** is always the name recorded in the history: the name the user had *before* the change.
 
-**Errors.** Every error, of any status, is \`{"message": string, "code": <status>}\` as JSON; the message names the field(s) at fault.
+**Errors.** Every error, of any status, is \`{"message": string, "code": <status>}\` as JSON; the message names the field(s) at fault. Every operation also refuses any query key it does not list (400), a body that is not JSON or declares a charset other than utf-8 (415), and, before any operation is chosen: a request line and headers over 16 KiB or 2000 header fields (431), a request that does not arrive in time (408), an \`Expect\` other than \`100-continue\` (417), an HTTP version other than 1.0 and 1.1 (505), and a malformed request (400).
 
 **Authentication.** None by default. When the operator sets \`PUBLISH_TOKEN\`, publishing requires \`Authorization: Bearer <token>\`.
 
@@ -61,8 +62,21 @@ function withExplicitSecurity(document: OpenAPIObject): OpenAPIObject {
   return document;
 }
 
+/** The documentation's own routes: Swagger UI, its files, and the document. */
+const DOCS_PATHS = /^\/api\/docs(?:-json|-yaml)?(?:\/|$)/;
+
 /** Serves Swagger UI at /api/docs and the document at /api/docs-json. */
 export function serveOpenApi(app: INestApplication): void {
+  // They take no query, and like every route refuse one rather than ignore it.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const keys = DOCS_PATHS.test(req.path) ? Object.keys(req.query) : [];
+    if (keys.length === 0) {
+      next();
+      return;
+    }
+    const message = keys.map((key) => `property ${key} should not exist`).join('; ');
+    res.status(400).json({ message, code: 400 });
+  });
   SwaggerModule.setup('api/docs', app, () => buildOpenApiDocument(app), {
     jsonDocumentUrl: 'api/docs-json',
     yamlDocumentUrl: 'api/docs-yaml',

@@ -7,7 +7,7 @@ import { ErasureResponseDto, OptOutResponseDto, PrivacyUserParamDto } from './pr
 import { PrivacyService } from './privacy.service.js';
 
 /** What every administration route may answer besides its 200. */
-function ApiAdministration() {
+function ApiAdministration(method: 'GET' | 'PUT' | 'DELETE', route: 'prevnames' | 'opt-out') {
   return applyDecorators(
     ApiBearerAuth('admin'),
     ApiResponse({
@@ -21,7 +21,7 @@ function ApiAdministration() {
       description:
         'ADMIN_TOKEN is not set: administration is off, and the route answers as an unknown one.',
       type: ErrorResponseDto,
-      example: { message: 'Cannot PUT /api/users/123456789012345678/opt-out', code: 404 },
+      example: { message: `Cannot ${method} /api/users/123456789012345678/${route}`, code: 404 },
     }),
     ApiErrorResponses(400, 500),
   );
@@ -40,7 +40,7 @@ export class PrivacyController {
       "Deletes every entry of the user's history. Erased events are never replayed to a reconnecting listener (the replay reads what is stored); events already delivered live cannot be recalled. A publish for the user is wholly before the erasure (erased) or wholly after it (kept). Administration: needs ADMIN_TOKEN.",
   })
   @ApiOkResponse({ type: ErasureResponseDto, description: 'Erased.' })
-  @ApiAdministration()
+  @ApiAdministration('DELETE', 'prevnames')
   eraseNameHistory(@Param() { userId }: PrivacyUserParamDto): Promise<ErasureResponseDto> {
     return this.privacy.eraseNameHistory(userId);
   }
@@ -52,7 +52,7 @@ export class PrivacyController {
       "Erases the user's history and stops recording them, on every instance: while opted out, a POST for the user is 403 and the detector records nothing. Idempotent. Administration: needs ADMIN_TOKEN.",
   })
   @ApiOkResponse({ type: OptOutResponseDto, description: 'Opted out (`optedOut: true`).' })
-  @ApiAdministration()
+  @ApiAdministration('PUT', 'opt-out')
   optOut(@Param() { userId }: PrivacyUserParamDto): Promise<OptOutResponseDto> {
     return this.privacy.optOut(userId);
   }
@@ -64,7 +64,7 @@ export class PrivacyController {
       'Recording resumes for the user (what was erased stays erased). Idempotent. Administration: needs ADMIN_TOKEN.',
   })
   @ApiOkResponse({ type: OptOutResponseDto, description: 'Opted in (`optedOut: false`).' })
-  @ApiAdministration()
+  @ApiAdministration('DELETE', 'opt-out')
   optIn(@Param() { userId }: PrivacyUserParamDto): Promise<OptOutResponseDto> {
     return this.privacy.optIn(userId);
   }
@@ -75,7 +75,7 @@ export class PrivacyController {
     description: 'Administration: needs ADMIN_TOKEN.',
   })
   @ApiOkResponse({ type: OptOutResponseDto, description: "The user's state." })
-  @ApiAdministration()
+  @ApiAdministration('GET', 'opt-out')
   getOptOut(@Param() { userId }: PrivacyUserParamDto): Promise<OptOutResponseDto> {
     return this.privacy.getOptOut(userId);
   }

@@ -1,8 +1,10 @@
-import { Module } from '@nestjs/common';
+import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/configuration.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
-import { AdminTokenGuard } from './admin-token.guard.js';
+import { AdminTokenGuard, answerAsUnknownRoute } from './admin-token.guard.js';
 import { PrivacyController } from './privacy.controller.js';
 import { PrivacyService } from './privacy.service.js';
 import { LocalRetentionLease, RedisRetentionLease, RetentionLease } from './retention-lease.js';
@@ -37,4 +39,12 @@ const RETENTION_LEASE_MS = 60_000;
     RetentionJob,
   ],
 })
-export class PrivacyModule {}
+export class PrivacyModule implements NestModule {
+  constructor(private readonly config: ConfigService<AppConfig, true>) {}
+
+  configure(consumer: MiddlewareConsumer): void {
+    if (this.config.get('privacy', { infer: true }).adminToken === undefined) {
+      consumer.apply(answerAsUnknownRoute).forRoutes(PrivacyController);
+    }
+  }
+}

@@ -8,10 +8,14 @@ import { UserOptedOutError } from '../name-events/name-event.types.js';
 import { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
 import {
   DeliveryFailedException,
+  NO_LISTENERS_MESSAGE,
   NoListenersException,
   UserOptedOutException,
 } from './publish.errors.js';
-import { PublishRateLimitGuard } from '../rate-limit/publish-rate-limit.guard.js';
+import {
+  PublishRateLimitGuard,
+  RATE_LIMITED_MESSAGE,
+} from '../rate-limit/publish-rate-limit.guard.js';
 import { PublishTokenGuard } from './publish-token.guard.js';
 import { PublishService } from './publish.service.js';
 
@@ -34,7 +38,15 @@ export class PublishController {
     type: PublishResponseDto,
     description: 'Stored, and delivered to every instance that has listeners.',
   })
-  @ApiErrorResponses(400, 401, 403, 413, 415, 429, 500)
+  @ApiErrorResponses(
+    400,
+    401,
+    403,
+    413,
+    415,
+    [429, RATE_LIMITED_MESSAGE],
+    [500, NO_LISTENERS_MESSAGE],
+  )
   async publishNameChange(@Body() body: NameChangeEventDto): Promise<PublishResponseDto> {
     let receivers: number;
     try {

@@ -1,13 +1,15 @@
 import { ForbiddenException, InternalServerErrorException } from '@nestjs/common';
 import { ExpectedServerErrorException } from '../common/http-exception.filter.js';
 
+export const NO_LISTENERS_MESSAGE = 'Failed to deliver event: no active listeners';
+
 /**
  * Spec 4.3 rule 2, in the contract's words. The event is stored all the same; nobody
  * listening is a normal state, so it is logged as a warning.
  */
 export class NoListenersException extends ExpectedServerErrorException {
   constructor() {
-    super('Failed to deliver event: no active listeners');
+    super(NO_LISTENERS_MESSAGE);
   }
 }
 

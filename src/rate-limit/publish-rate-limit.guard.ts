@@ -10,6 +10,8 @@ import type { Request, Response } from 'express';
 import type { AppConfig } from '../config/configuration.js';
 import { RateLimitStore } from './rate-limit.store.js';
 
+export const RATE_LIMITED_MESSAGE = 'Too many requests: the publish rate limit is exceeded';
+
 /**
  * PUBLISH_RATE_LIMIT publishes per PUBLISH_RATE_WINDOW_MS per client address (0, the
  * default, turns it off), across all instances; past it, 429 with Retry-After.
@@ -40,10 +42,7 @@ export class PublishRateLimitGuard implements CanActivate {
     response.setHeader('X-RateLimit-Remaining', Math.max(0, this.limit - record.hits));
     if (record.blocked) {
       response.setHeader('Retry-After', record.retryAfterSeconds);
-      throw new HttpException(
-        'Too many requests: the publish rate limit is exceeded',
-        HttpStatus.TOO_MANY_REQUESTS,
-      );
+      throw new HttpException(RATE_LIMITED_MESSAGE, HttpStatus.TOO_MANY_REQUESTS);
     }
     return true;
   }

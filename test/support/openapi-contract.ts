@@ -18,8 +18,9 @@ const document = JSON.parse(
 const ajv = addFormats(new Ajv({ strict: false, allErrors: true }));
 ajv.addSchema(closed({ components: document.components }), 'openapi');
 
+// A parameter may be empty (`/api/users//prevnames`): that request reaches the operation too.
 const routes = Object.entries(document.paths).map(([template, operations]) => ({
-  pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]*')}$`),
   operations,
 }));
 const validators = new Map<object, ValidateFunction>();
@@ -79,4 +80,15 @@ function closed<T>(schema: T): T {
   const copy = Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, closed(v)]));
   if ('properties' in copy && !('additionalProperties' in copy)) copy.additionalProperties = false;
   return copy as T;
+}
+
+/** Fails unless `value` is valid against the document's component schema `name`. */
+export function assertMatchesSchema(name: string, value: unknown): void {
+  const validate = ajv.getSchema(`openapi#/components/schemas/${name}`);
+  if (!validate) throw new Error(`OpenAPI: no component schema ${name}`);
+  if (!validate(value)) {
+    throw new Error(
+      `OpenAPI: ${JSON.stringify(value)} disagrees with ${name}: ${ajv.errorsText(validate.errors)}`,
+    );
+  }
 }

@@ -83,3 +83,43 @@ function dechunk(body: Buffer): Buffer {
   }
   return Buffer.concat(parts);
 }
+
+/**
+ * A conversation on one loopback connection: writes the first chunk, then each next one once
+ * `when` finds what it waits for in the bytes received so far (e.g. `100 Continue`), and
+ * reads until the server closes the connection. For the answers Node's HTTP layer gives:
+ * timeouts, interim responses, several answers on one connection.
+ */
+export function rawExchange(
+  port: number,
+  steps: { send: string | Buffer; when?: (received: string) => boolean }[],
+  timeoutMs = 15_000,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    const chunks: Buffer[] = [];
+    let next = 0;
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(
+        new Error(`The server did not close within ${timeoutMs} ms: ${Buffer.concat(chunks)}`),
+      );
+    }, timeoutMs);
+    const advance = () => {
+      const received = Buffer.concat(chunks).toString('latin1');
+      while (next < steps.length && (steps[next].when?.(received) ?? true)) {
+        socket.write(steps[next++].send, () => undefined);
+      }
+    };
+    socket.on('connect', advance);
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      advance();
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks).toString('latin1'));
+    });
+  });
+}

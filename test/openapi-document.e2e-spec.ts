@@ -1,0 +1,196 @@
+import { readFileSync } from 'node:fs';
+import { redisEnv, startApp, type TestApp } from './support/app.js';
+import { TestDatabase } from './support/database.js';
+import { http, type HttpResult } from './support/http.js';
+import { SseStream } from './support/sse.js';
+
+interface Example {
+  operationId: string;
+  method: string;
+  path: string;
+  status: string;
+  example: unknown;
+}
+
+const document = JSON.parse(readFileSync('openapi/openapi.json', 'utf8')) as {
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        operationId: string;
+        responses: Record<string, { content?: Record<string, { example?: unknown }> }>;
+      }
+    >
+  >;
+};
+
+/** Every error the document shows, with its example body. */
+const examples: Example[] = Object.entries(document.paths).flatMap(([path, operations]) =>
+  Object.entries(operations).flatMap(([method, operation]) =>
+    Object.entries(operation.responses)
+      .filter(([status]) => Number(status) >= 400)
+      .map(([status, response]) => ({
+        operationId: operation.operationId,
+        method,
+        path,
+        status,
+        example: response.content?.['application/json']?.example,
+      })),
+  ),
+);
+
+const TOKEN = 'a-publish-token-for-the-document-test';
+const ADMIN_TOKEN = 'an-admin-token-for-the-document-test';
+const ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}` };
+/** The administration routes: operation, method, path below /api/users/<id>/. */
+const ADMINISTRATION = [
+  ['eraseNameHistory', 'DELETE', 'prevnames'],
+  ['optOut', 'PUT', 'opt-out'],
+  ['optIn', 'DELETE', 'opt-out'],
+  ['getOptOut', 'GET', 'opt-out'],
+] as const;
+const event = (fields: Record<string, unknown> = {}) => ({
+  userId: 'documented',
+  type: 'username',
+  name: 'n',
+  changedAt: '2024-06-07T15:30:00.000Z',
+  ...fields,
+});
+
+/**
+ * The document says what is sent: each error it shows, the service answers with exactly
+ * that body when the error is provoked. A documented error no case here provokes fails too.
+ */
+describe('the OpenAPI document against the answers sent', () => {
+  let db: TestDatabase;
+  /** Publishing needs a token and is limited to 3 a window; one listener at most. */
+  let app: TestApp;
+  /** Its database unreachable. */
+  let noDatabase: TestApp;
+  /** Its Redis unreachable. */
+  let noRedis: TestApp;
+  /** ADMIN_TOKEN unset: administration off. */
+  let noAdmin: TestApp;
+  const answers = new Map<string, HttpResult>();
+
+  beforeAll(async () => {
+    db = await TestDatabase.create();
+    app = await startApp({
+      ...redisEnv(db.url),
+      PUBLISH_TOKEN: TOKEN,
+      PUBLISH_RATE_LIMIT: '3',
+      SSE_MAX_LISTENERS: '1',
+      ADMIN_TOKEN,
+    });
+    noDatabase = await startApp({
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test',
+      ADMIN_TOKEN,
+    });
+    noRedis = await startApp({
+      DATABASE_URL: db.url,
+      REDIS_URL: 'redis://127.0.0.1:1',
+      ADMIN_TOKEN,
+    });
+    noAdmin = await startApp({ DATABASE_URL: db.url });
+
+    const publish = (body: unknown, headers: Record<string, string> = {}) =>
+      http(`${app.url}/api/webhooks/prevnames`, { method: 'POST', json: body, headers });
+    const bearer = { authorization: `Bearer ${TOKEN}` };
+    // In this order: the rate limit counts every publish that reaches it (not 413 and 415).
+    answers.set('publishNameChange 401', await publish(event()));
+    answers.set('publishNameChange 400', await publish(event({ userId: 'x'.repeat(65) }), bearer));
+    answers.set('publishNameChange 500', await publish(event(), bearer));
+    answers.set('publishNameChange 429', await publish(event(), bearer));
+    answers.set(
+      'publishNameChange 413',
+      await publish(event({ name: 'x'.repeat(20_000) }), bearer),
+    );
+    answers.set(
+      'publishNameChange 415',
+      await http(`${app.url}/api/webhooks/prevnames`, {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': 'text/plain' },
+        body: JSON.stringify(event()),
+      }),
+    );
+    // An empty user id is an id of the wrong length, as the document says.
+    answers.set('getNameHistory 400', await http(`${app.url}/api/users//prevnames`));
+    answers.set('getNameHistory 500', await http(`${noDatabase.url}/api/users/1/prevnames`));
+    answers.set(
+      'listen 400',
+      await http(`${app.url}/api/webhooks/prevnames/listen?userId=${'x'.repeat(65)}`),
+    );
+    answers.set('listen 500', await http(`${noRedis.url}/api/webhooks/prevnames/listen`));
+    const listener = await SseStream.open(`${app.url}/api/webhooks/prevnames/listen`);
+    answers.set('listen 503', await http(`${app.url}/api/webhooks/prevnames/listen`));
+    listener.close();
+    for (const [operationId, path] of [
+      ['getLiveness', '/api/health/live'],
+      ['getReadiness', '/api/health/ready'],
+      ['getMetrics', '/api/metrics'],
+    ]) {
+      answers.set(`${operationId} 400`, await http(`${app.url}${path}?x=1`));
+    }
+    answers.set('getReadiness 503', await http(`${noDatabase.url}/api/health/ready`));
+
+    const user = '123456789012345678';
+    for (const [operationId, method, route] of ADMINISTRATION) {
+      const at = (base: TestApp, userId = user) => `${base.url}/api/users/${userId}/${route}`;
+      answers.set(
+        `${operationId} 400`,
+        await http(at(app, 'x'.repeat(65)), { method, headers: ADMIN }),
+      );
+      answers.set(`${operationId} 401`, await http(at(app), { method }));
+      answers.set(`${operationId} 404`, await http(at(noAdmin), { method, headers: ADMIN }));
+      answers.set(`${operationId} 500`, await http(at(noDatabase), { method, headers: ADMIN }));
+    }
+    // Stored and checked without Redis: the opt-out is refused before any broadcast.
+    const optedOut = await http(`${noRedis.url}/api/users/opted-out/opt-out`, {
+      method: 'PUT',
+      headers: ADMIN,
+    });
+    expect(optedOut.status).toBe(200);
+    answers.set(
+      'publishNameChange 403',
+      await http(`${noRedis.url}/api/webhooks/prevnames`, {
+        method: 'POST',
+        json: event({ userId: 'opted-out' }),
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await Promise.all([app.close(), noDatabase.close(), noRedis.close(), noAdmin.close()]);
+    await db.drop();
+  });
+
+  it('provokes every error the document shows', () => {
+    expect(examples.map((e) => `${e.operationId} ${e.status}`).sort()).toEqual(
+      [...answers.keys()].sort(),
+    );
+  });
+
+  it.each(examples.map((e) => [`${e.method.toUpperCase()} ${e.path} → ${e.status}`, e] as const))(
+    '%s: the example is the body sent',
+    (_name, { operationId, status, example }) => {
+      const res = answers.get(`${operationId} ${status}`)!;
+      expect(res.status).toBe(Number(status));
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(res.body).toEqual(example);
+    },
+  );
+
+  it('says in the 413 exactly what is sent', () => {
+    const res = answers.get('publishNameChange 413')!;
+    expect(res.body).toEqual({ message: 'Request body exceeds the 16 KiB limit', code: 413 });
+  });
+
+  it('lists the 400 an empty user id gets on history', () => {
+    const res = answers.get('getNameHistory 400')!;
+    expect(res.body).toEqual({
+      message: 'userId must be between 1 and 64 characters long',
+      code: 400,
+    });
+  });
+});

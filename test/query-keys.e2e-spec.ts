@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs';
+import { redisEnv, startApp, type TestApp } from './support/app.js';
+import { TestDatabase } from './support/database.js';
+import { http } from './support/http.js';
+import { SseStream } from './support/sse.js';
+
+const document = JSON.parse(readFileSync('openapi/openapi.json', 'utf8')) as {
+  paths: Record<string, Record<string, unknown>>;
+};
+
+/** Every operation of the document, and the documentation's own routes. */
+const routes: [method: string, path: string][] = [
+  ...Object.entries(document.paths).flatMap(([template, operations]) =>
+    Object.keys(operations).map(
+      (method) =>
+        [method.toUpperCase(), template.replace('{userId}', 'query-keys')] as [string, string],
+    ),
+  ),
+  ['GET', '/api/docs'],
+  ['GET', '/api/docs-json'],
+  ['GET', '/api/docs-yaml'],
+];
+
+/** Keys named after Object.prototype's members, which parsers and transformers treat apart. */
+const PROTOTYPE_KEYS = ['prototype', ...Object.getOwnPropertyNames(Object.prototype)];
+const OTHER_KEYS = ['foo', 'Limit', 'limit[]', 'user_id', 'a.b', ''];
+
+const ADMIN_TOKEN = 'an-admin-token-for-the-query-key-test';
+/** The administration routes exist with ADMIN_TOKEN set; a bearer token is no key. */
+const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+const event = {
+  userId: 'query-keys',
+  type: 'username',
+  name: 'n',
+  changedAt: '2024-06-07T15:30:00.000Z',
+};
+
+/** Every route refuses every query key it does not take, naming it. */
+describe('unknown query keys', () => {
+  let db: TestDatabase;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await TestDatabase.create();
+    app = await startApp({ ...redisEnv(db.url), ADMIN_TOKEN });
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await db.drop();
+  });
+
+  const request = (method: string, path: string, query: string) =>
+    http(
+      `${app.url}${path}?${query}`,
+      method === 'POST' ? { method, json: event, headers } : { method, headers },
+    );
+
+  it('covers every operation of the document', () => {
+    expect(routes.map(([method, path]) => `${method} ${path}`).sort()).toEqual([
+      'DELETE /api/users/query-keys/opt-out',
+      'DELETE /api/users/query-keys/prevnames',
+      'GET /api/docs',
+      'GET /api/docs-json',
+      'GET /api/docs-yaml',
+      'GET /api/health/live',
+      'GET /api/health/ready',
+      'GET /api/metrics',
+      'GET /api/users/query-keys/opt-out',
+      'GET /api/users/query-keys/prevnames',
+      'GET /api/webhooks/prevnames/listen',
+      'POST /api/webhooks/prevnames',
+      'PUT /api/users/query-keys/opt-out',
+    ]);
+  });
+
+  describe.each(routes)('%s %s', (method, path) => {
+    it.each([...PROTOTYPE_KEYS, ...OTHER_KEYS])(
+      'refuses ?%s=1 with a 400 naming it',
+      async (key) => {
+        const res = await request(method, path, `${encodeURIComponent(key)}=1`);
+        expect(res.status).toBe(400);
+        expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+        expect(res.body).toEqual({ message: `property ${key} should not exist`, code: 400 });
+      },
+    );
+
+    it('refuses a key spelled with percent-escapes, and a key without a value', async () => {
+      const escaped = await request(method, path, '%5F%5Fproto%5F%5F=1');
+      expect(escaped.status).toBe(400);
+      expect(escaped.body).toEqual({ message: 'property __proto__ should not exist', code: 400 });
+      const bare = await request(method, path, 'toString');
+      expect(bare.status).toBe(400);
+      expect(bare.body).toEqual({ message: 'property toString should not exist', code: 400 });
+    });
+  });
+
+  it('stored nothing from the refused publishes', async () => {
+    expect(await db.query('SELECT * FROM name_change_events')).toEqual([]);
+  });
+
+  it('still takes the keys each route documents', async () => {
+    const history = await http(`${app.url}/api/users/query-keys/prevnames?limit=1`);
+    expect(history.status).toBe(200);
+    expect(history.body).toEqual({ userId: 'query-keys', prevnames: [], code: 200 });
+    const stream = await SseStream.open(
+      `${app.url}/api/webhooks/prevnames/listen?userId=query-keys&lastEventId=0`,
+    );
+    stream.close();
+    expect(stream.status).toBe(200);
+  });
+});
