@@ -90,7 +90,11 @@ export interface Exit {
  * empty working directory with only the environment given (no `.env` is read).
  */
 export class ServiceProcess {
+  /** What it wrote to stdout and stderr, as it came. */
   output = '';
+  stdout = '';
+  stderr = '';
+  /** Resolves once it has exited and its output is all in. */
   readonly exited: Promise<Exit>;
   exit?: Exit;
 
@@ -99,10 +103,16 @@ export class ServiceProcess {
     readonly port: number,
     private readonly cwd: string,
   ) {
-    child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      this.output += chunk.toString();
+      this.stdout += chunk.toString();
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      this.output += chunk.toString();
+      this.stderr += chunk.toString();
+    });
     this.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => {
+      child.once('close', (code, signal) => {
         this.exit = { code, signal };
         rmSync(this.cwd, { recursive: true, force: true });
         resolve(this.exit);
@@ -118,8 +128,11 @@ export class ServiceProcess {
     return this.child.pid!;
   }
 
-  /** Starts the service and resolves once it is ready (GET /api/health/ready is 200). */
-  static async start(env: Record<string, string>): Promise<ServiceProcess> {
+  /**
+   * Starts the service without waiting for it (to see it refuse to start, say). A `PORT` in
+   * `env` replaces the free port it is given.
+   */
+  static async spawn(env: Record<string, string>): Promise<ServiceProcess> {
     const port = await freePort();
     const cwd = mkdtempSync(join(tmpdir(), 'service-process-'));
     const child = spawn(process.execPath, [ensureBuilt()], {
@@ -127,12 +140,19 @@ export class ServiceProcess {
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         LOG_LEVEL: 'warn',
-        ...env,
         PORT: String(port),
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const service = new ServiceProcess(child, port, cwd);
+    return new ServiceProcess(child, port, cwd);
+  }
+
+  /** Starts the service and resolves once it is ready (GET /api/health/ready is 200). */
+  static async start(env: Record<string, string>): Promise<ServiceProcess> {
+    const { PORT: _ignored, ...rest } = env;
+    const service = await ServiceProcess.spawn(rest);
+    const port = service.port;
     try {
       const ready = waitFor(
         `the service on port ${port} to be ready`,
