@@ -1,4 +1,3 @@
-import type { Server } from 'node:http';
 import {
   HEALTH_LIVE,
   HEALTH_READY,
@@ -162,7 +161,7 @@ describe('faults: Postgres down and back (a TCP proxy in front of it, cut and re
     // The rest reach the service while Postgres hangs, and are in flight when it drops.
     proxy.stall();
     let received = 0;
-    const server = fx.app.getHttpServer() as Server;
+    const server = fx.app.getHttpServer();
     const count = () => received++;
     server.on('request', count);
     const during = bodies.slice(5).map((body) => fx.publish(body));

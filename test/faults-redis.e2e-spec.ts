@@ -225,7 +225,7 @@ describe('faults: Redis down, hung, and back (a throwaway redis-server: killed, 
     // The silent subscription is noticed and the stream ends, so its client reconnects...
     await watcher.until((s) => s.ended, 15_000);
     const refused = await fx.listen();
-    expect({ status: refused.status, body: JSON.parse(await refused.body()) }).toEqual({
+    expect({ status: refused.status, body: JSON.parse(await refused.body()) as unknown }).toEqual({
       status: 500,
       body: STREAM_FAILED,
     });

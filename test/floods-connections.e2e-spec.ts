@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import net from 'node:net';
 import { LISTEN } from './support/api.js';
 import { useApp } from './support/app.js';
@@ -90,9 +90,9 @@ describe('floods: a connection storm', () => {
   const spies = spyOnEachTest();
   const openSockets = () =>
     new Promise<number>((resolve, reject) =>
-      (fx.app.getHttpServer() as Server).getConnections((error, count) =>
-        error ? reject(error) : resolve(count),
-      ),
+      fx.app
+        .getHttpServer()
+        .getConnections((error, count) => (error ? reject(error) : resolve(count))),
     );
   const subscribers = async () => {
     const reply = await rawCommand(
@@ -110,7 +110,7 @@ describe('floods: a connection storm', () => {
     const track = (req: IncomingMessage, res: ServerResponse) => {
       if (req.url?.startsWith(LISTEN)) responses.push(new WeakRef(res));
     };
-    const server = fx.app.getHttpServer() as Server;
+    const server = fx.app.getHttpServer();
     server.on('request', track);
     const heap: number[] = [];
     try {

@@ -31,7 +31,7 @@ describe('floods: a listener that stops reading', () => {
 
     // A raw client that reads the head and the retry frame, then never reads again.
     const slowUrl = `${LISTEN}?userId=${userId}`;
-    const slowResponse = nextResponseTo(fx.app.getHttpServer() as Server, slowUrl);
+    const slowResponse = nextResponseTo(fx.app.getHttpServer(), slowUrl);
     const slow = net.connect({ port: fx.port, host: '127.0.0.1' });
     slow.on('error', () => undefined);
     const head: Buffer[] = [];
@@ -133,7 +133,7 @@ describe('floods: stopping with listeners that stopped reading', () => {
 
     // A client that stops reading in the middle of its replay: the server waits on it.
     const stalledUrl = `${LISTEN}?userId=stalled`;
-    const stalledResponse = nextResponseTo(fx.app.getHttpServer() as Server, stalledUrl);
+    const stalledResponse = nextResponseTo(fx.app.getHttpServer(), stalledUrl);
     const replaying = net.connect({ port: fx.port, host: '127.0.0.1' });
     replaying.on('error', () => undefined);
     replaying.write(`GET ${stalledUrl} HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 0\r\n\r\n`);

@@ -246,7 +246,8 @@ describe('instances as processes (node dist/main.js): SIGKILL and SIGTERM', () =
         // 1, with the POST still held: the shutdown gave up on it when its time ran out.
         expect(await stopping.exited).toEqual({ code: 1, signal: null });
         // The connection went with the process: the client sees a network error, no answer.
-        expect(String(await answer)).toMatch(/fetch failed/);
+        const outcome = await answer;
+        expect('message' in outcome ? outcome.message : outcome).toMatch(/fetch failed/);
         await lock.query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY]);
       },
       PROCESS_TIMEOUT_MS,

@@ -1,6 +1,6 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
-import { STATUS_CODES, type Server } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /** What Node's HTTP parser rejects, by its error code: status and message. */
@@ -16,7 +16,7 @@ const PARSER_ERRORS: Record<string, [number, string]> = {
  * an HTTP/1.1 request without Host with an empty 400. Here both get `{message, code}`.
  */
 export function answerMalformedRequestsWithJson(app: NestExpressApplication): void {
-  const server = app.getHttpServer() as Server;
+  const server = app.getHttpServer();
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     // As Node does: answer only a connection that can still take one and got nothing yet.
     if (!socket.writable || (socket as Duplex & { bytesWritten?: number }).bytesWritten) {

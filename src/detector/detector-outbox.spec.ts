@@ -21,12 +21,12 @@ class ScriptedPublisher {
   readonly calls: { name: string; at: number }[] = [];
   constructor(private readonly script: (name: string, attempt: number) => Error | number) {}
 
-  async publish(change: NameChange): Promise<PublishOutcome> {
+  publish(change: NameChange): Promise<PublishOutcome> {
     const attempt = this.calls.filter((c) => c.name === change.name).length + 1;
     this.calls.push({ name: change.name, at: Date.now() });
     const outcome = this.script(change.name, attempt);
-    if (outcome instanceof Error) throw outcome;
-    return {
+    if (outcome instanceof Error) return Promise.reject(outcome);
+    return Promise.resolve({
       event: {
         id: String(this.calls.length),
         ...change,
@@ -34,7 +34,7 @@ class ScriptedPublisher {
       },
       created: true,
       receivers: outcome,
-    };
+    });
   }
 }
 

@@ -50,13 +50,13 @@ describe('DiscordDetectorService', () => {
     };
     factory = new FakeDiscordClientFactory(() => world);
     const publisher = {
-      publish: async (change: NameChange): Promise<PublishOutcome> => {
+      publish: (change: NameChange): Promise<PublishOutcome> => {
         published.push(change);
-        return {
+        return Promise.resolve({
           event: { id: '1', ...change, changedAt: change.changedAt.toISOString() },
           created: true,
           receivers: 0,
-        };
+        });
       },
     };
     const outbox = new DetectorOutbox(publisher as unknown as PublishService, settings);

@@ -104,7 +104,7 @@ class GuildQueue {
         }
       }
     } catch (error) {
-      this.logger.error(`Member cache warm-up stopped: ${(error as Error).stack ?? error}`);
+      this.logger.error(`Member cache warm-up stopped: ${(error as Error).stack ?? String(error)}`);
     } finally {
       this.running = false;
     }

@@ -51,7 +51,7 @@ export class NameChangeDetector {
     try {
       for (const change of detect()) this.emit(change);
     } catch (error) {
-      this.logger.error(`Name change detection failed: ${(error as Error).stack ?? error}`);
+      this.logger.error(`Name change detection failed: ${(error as Error).stack ?? String(error)}`);
     }
   }
 

@@ -8,7 +8,6 @@ import {
 } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { Request } from 'express';
-import type { Socket } from 'node:net';
 import { EMPTY, interval, map, Observable, share, type Subscription } from 'rxjs';
 import type { AppConfig } from '../config/configuration.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -119,7 +118,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     const startId = opened.startId ?? options.lastEventId?.toString() ?? '';
     return new Observable<MessageEvent>((subscriber) => {
       unreserve();
-      const listener = new SseListener(subscriber, req.socket as Socket, options.userId, startId);
+      const listener = new SseListener(subscriber, req.socket, options.userId, startId);
       this.listeners.add(listener);
       this.logger.log(
         `Stream opened for ${req.ip} (${describe(options)}, ${opened.replayed} replayed)`,

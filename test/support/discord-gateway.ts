@@ -143,27 +143,27 @@ export class FakeDiscordGateway extends EventEmitter {
     return { token: this.client.token };
   }
 
-  async fetchGatewayInformation() {
+  fetchGatewayInformation() {
     this.loginAttempts += 1;
     if (this.world.refuse === 'token') {
-      throw Object.assign(new Error('401: Unauthorized'), { status: 401 });
+      return Promise.reject(Object.assign(new Error('401: Unauthorized'), { status: 401 }));
     }
     if (this.world.refuse === 'unreachable') {
-      throw new Error('getaddrinfo ENOTFOUND discord.com');
+      return Promise.reject(new Error('getaddrinfo ENOTFOUND discord.com'));
     }
-    return {
+    return Promise.resolve({
       url: 'wss://gateway.invalid',
       shards: this.shardCount,
       session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 },
-    };
+    });
   }
 
-  async getShardCount(): Promise<number> {
-    return this.shardCount;
+  getShardCount(): Promise<number> {
+    return Promise.resolve(this.shardCount);
   }
 
-  async getShardIds(): Promise<number[]> {
-    return Array.from({ length: this.shardCount }, (_, id) => id);
+  getShardIds(): Promise<number[]> {
+    return Promise.resolve(Array.from({ length: this.shardCount }, (_, id) => id));
   }
 
   /** Identifies every shard: READY, then each guild's GUILD_CREATE. */
@@ -193,12 +193,13 @@ export class FakeDiscordGateway extends EventEmitter {
     for (const guild of this.world.guilds) this.guildCreate(guild);
   }
 
-  async destroy(): Promise<void> {
+  destroy(): Promise<void> {
     this.destroyed = true;
     this.destroyedAt ??= Date.now();
+    return Promise.resolve();
   }
 
-  send(shardId: number, payload: { op: number; d: Record<string, unknown> }): void {
+  send(shardId: number, payload: { op: GatewayOpcodes; d: Record<string, unknown> }): void {
     if (payload.op !== GatewayOpcodes.RequestGuildMembers) return;
     const guildId = payload.d.guild_id as string;
     const nonce = payload.d.nonce as string;
