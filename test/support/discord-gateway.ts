@@ -24,6 +24,7 @@ import {
   type UserFlags,
 } from 'discord.js';
 import { DiscordClientFactory } from '../../src/detector/discord-client.factory.js';
+import { waitFor } from './ports.js';
 
 /** Long enough for the configuration's check; never sent anywhere. */
 export const TEST_DISCORD_TOKEN = 'test-token.for-the-fake-discord-gateway';
@@ -364,14 +365,10 @@ export class FakeDiscordClientFactory extends DiscordClientFactory {
   }
 
   /** The `index`th client's gateway (0: the first), waiting up to `timeoutMs` for it. */
-  async gateway(index: number, timeoutMs = 5_000): Promise<FakeDiscordGateway> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.gateways.length <= index) {
-      if (Date.now() > deadline) {
-        throw new Error(`Discord client #${index + 1} was not created within ${timeoutMs} ms`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    return this.gateways[index];
+  gateway(index: number, timeoutMs = 5_000): Promise<FakeDiscordGateway> {
+    return waitFor(`Discord client #${index + 1} to be created`, () => this.gateways[index], {
+      timeoutMs,
+      intervalMs: 10,
+    });
   }
 }
