@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // npm run bench [-- --quick] [--scenario NAME] [--soak [--soak-minutes N]] …
 //
-// Runs each scenario against the built service and then against the raw-Node baseline
-// (bench/baseline/server.mjs), on the same Postgres and Redis, each time in a database and
-// under a Redis prefix of its own. Prints one JSON line per scenario on stdout and a
-// markdown table on stderr, and writes the table into BENCHMARKS.md (full runs, or --write).
+// Runs each scenario against the built service and then against the sides it is compared
+// with: the raw-Node baseline (bench/baseline/server.mjs) writing with res.write, the same
+// baseline writing to the socket, and nchan (nginx's pub/sub module) in the fan-out and
+// memory scenarios. Postgres and Redis are shared, each run gets a database and a Redis
+// prefix of its own. Prints one JSON line per scenario on stdout and one markdown table on
+// stderr, and writes the table into BENCHMARKS.md (full runs, or --write).
 // `node bench/run.mjs --help` lists the options.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,9 +18,10 @@ import { parseArgs } from 'node:util';
 import { Postgres, deleteRedisPrefix, deleteStaleRedisKeys, redisInfo } from './lib/db.mjs';
 import { ForeignCpuMonitor, waitForQuiet } from './lib/foreign-cpu.mjs';
 import { Instance } from './lib/harness.mjs';
+import { NchanInstance, findNchan } from './lib/nchan.mjs';
 import { installExitHooks, isExiting } from './lib/procs.mjs';
 import { removeStaleSnapshots, snapshotDist } from './lib/snapshot.mjs';
-import { renderMarkdown, scenarioRecord, updateBenchmarksFile } from './lib/report.mjs';
+import { SIDES, renderMarkdown, scenarioRecord, updateBenchmarksFile } from './lib/report.mjs';
 import { SCENARIOS, SOAK } from './scenarios/index.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -29,10 +32,15 @@ const HELP = `Usage: node bench/run.mjs [options]
   --scenario NAME         run only NAME (repeatable, or comma-separated): ${SCENARIOS.map((s) => s.name).join(', ')}
   --soak                  run the soak scenario only (5,000 listeners, 10 events/s, 10 min per target)
   --soak-minutes N        soak length per target (default 10; 0.5 with --quick)
-  --only service|baseline run one side only (no ratios)
+  --only SIDE[,SIDE]      run these sides only: service, baseline (res.write),
+                          baseline-socket (socket writes), nchan
   --target-cmd "CMD"      how to start the service (default "node dist/main.js"); a command
                           starting with "node" gets the memory/event-loop probe loaded
-  --baseline-cmd "CMD"    how to start the baseline (default "node bench/baseline/server.mjs")
+  --baseline-cmd "CMD"    how to start both baselines (default "node bench/baseline/server.mjs",
+                          with BASELINE_WRITE=res or socket)
+  --nginx PATH            nginx for the nchan side (default /usr/sbin/nginx); nginx and
+                          libnginx-mod-nchan are installed with apt-get when missing, except
+                          with --quick; without them the nchan side is skipped, with a note
   --build                 run "npm run build" first
   --profile               write a V8 CPU profile of every server to bench/results/profiles/
                           (summarise one with: node bench/profile-summary.mjs FILE)
@@ -54,6 +62,7 @@ const { values: opts } = parseArgs({
     soak: { type: 'boolean', default: false },
     'soak-minutes': { type: 'string' },
     only: { type: 'string' },
+    nginx: { type: 'string', default: '/usr/sbin/nginx' },
     'target-cmd': { type: 'string', default: 'node dist/main.js' },
     'baseline-cmd': { type: 'string', default: 'node bench/baseline/server.mjs' },
     build: { type: 'boolean', default: false },
@@ -87,8 +96,11 @@ for (const url of [opts.pg, opts.redis]) {
     die(`only loopback targets are allowed, not ${host}`);
   }
 }
-if (opts.only && !['service', 'baseline'].includes(opts.only)) {
-  die('--only takes "service" or "baseline"');
+const only = opts.only?.split(',').filter(Boolean);
+for (const side of only ?? []) {
+  if (!SIDES.some((s) => s.name === side)) {
+    die(`--only takes sides among ${SIDES.map((s) => s.name).join(', ')}, not ${side}`);
+  }
 }
 const soakMinutes = opts['soak-minutes'] === undefined ? undefined : Number(opts['soak-minutes']);
 if (soakMinutes !== undefined && !(soakMinutes > 0 && soakMinutes <= 120)) {
@@ -113,10 +125,15 @@ const scenarios = opts.soak
     ? known.filter((s) => wanted.includes(s.name))
     : SCENARIOS;
 
+const baselineArgv = () => opts['baseline-cmd'].split(/\s+/).filter(Boolean);
+/** The sides of the run; a scenario runs against those of them it lists in `sides`. */
 const targets = [
   { name: 'service', argv: opts['target-cmd'].split(/\s+/).filter(Boolean) },
-  { name: 'baseline', argv: opts['baseline-cmd'].split(/\s+/).filter(Boolean) },
-].filter((t) => !opts.only || t.name === opts.only);
+  { name: 'baseline', argv: baselineArgv(), env: { BASELINE_WRITE: 'res' } },
+  { name: 'baseline-socket', argv: baselineArgv(), env: { BASELINE_WRITE: 'socket' } },
+  { name: 'nchan', nchan: true },
+].filter((t) => !only || only.includes(t.name));
+const DEFAULT_SIDES = ['service', 'baseline'];
 
 const log = (line) => process.stderr.write(`${line}\n`);
 const postgres = new Postgres(opts.pg, { durableCommit: opts['durable-commit'] });
@@ -147,7 +164,7 @@ async function sharedServer(target) {
   if (isExiting()) {
     throw new Error('the run is stopping');
   }
-  const database = `${sharedPrefix}_${target.name}`;
+  const database = `${sharedPrefix}_${target.name.replace(/-/g, '_')}`;
   if (!entry) {
     await postgres.create(database);
   }
@@ -200,9 +217,13 @@ function runContext(scenarioName, targetName) {
     track: (x) => owned.push(x),
     /**
      * The server of a single-instance scenario and its database: a fresh one (`env` applied)
-     * in a full run, the target's shared one with --quick.
+     * in a full run, the target's shared one with --quick. nchan has no database, and starts
+     * in a few milliseconds: always a fresh one.
      */
     async server(target, { env = {} } = {}) {
+      if (target.nchan) {
+        return { database: null, instance: await NchanInstance.start(this, target) };
+      }
       if (opts.quick && !opts.profile) {
         const entry = await sharedServer(target);
         used.push(entry.instance);
@@ -294,6 +315,17 @@ function machine(pgVersion, redisVersion) {
   };
 }
 
+/** "nginx 1.22.1 with nchan 1.3.6+dfsg-2, one worker", as far as the versions can be read. */
+function nchanDisplay(nginx) {
+  const nginxVersion = /nginx\/(\S+)/.exec(
+    spawnSync(nginx, ['-v'], { encoding: 'utf8' }).stderr ?? '',
+  )?.[1];
+  const nchanVersion = spawnSync('dpkg-query', ['-W', '-f=${Version}', 'libnginx-mod-nchan'], {
+    encoding: 'utf8',
+  }).stdout?.replace(/^\d+:/, '');
+  return `nginx ${nginxVersion ?? '(version unknown)'} with nchan ${nchanVersion || '(version unknown)'}, one worker`;
+}
+
 async function main() {
   const started = Date.now();
   if (opts.build) {
@@ -307,7 +339,19 @@ async function main() {
       die('npm run build failed');
     }
   }
-  for (const t of targets) {
+  for (const t of targets.filter((x) => x.nchan)) {
+    const found = findNchan({ nginx: opts.nginx, install: !opts.quick, log });
+    if (found.module) {
+      Object.assign(t, found, { display: nchanDisplay(found.nginx) });
+    } else {
+      t.skipped = `${found.reason}${opts.quick ? ' (a full run installs nginx and libnginx-mod-nchan with apt-get when it can)' : ''}`;
+      t.display = 'not available';
+      log(`bench: the nchan side is skipped: ${t.skipped}`);
+    }
+  }
+  for (const t of targets.filter((x) => !x.nchan)) {
+    const env = Object.entries(t.env ?? {}).map(([k, v]) => `${k}=${v} `);
+    t.display = `\`${env.join('')}${t.argv.join(' ')}\``;
     const i = t.argv.findIndex((a, k) => k > 0 && !a.startsWith('-'));
     const script = t.argv[i];
     if (t.argv[0] === 'node' && script && !existsSync(join(ROOT, script))) {
@@ -318,7 +362,6 @@ async function main() {
     if (t.argv[0] === 'node' && /^(\.\/)?dist\//.test(script ?? '') && !opts['no-snapshot']) {
       // A build running beside the benchmark replaces dist/ under the servers' feet: run a copy.
       const snapshot = await snapshotDist(ROOT);
-      t.display = t.argv.join(' ');
       t.argv[i] = join(snapshot.dir, script);
       t.cwd = snapshot.dir;
       snapshots.push(snapshot);
@@ -344,9 +387,15 @@ async function main() {
   for (const scenario of scenarios) {
     const params = scenario.size(opts.quick, { soakMinutes });
     const results = {};
-    for (const target of targets) {
+    for (const target of targets.filter((t) =>
+      (scenario.sides ?? DEFAULT_SIDES).includes(t.name),
+    )) {
       if (isExiting()) {
         return 1;
+      }
+      if (target.skipped) {
+        results[target.name] = { skipped: target.skipped };
+        continue;
       }
       log(`bench: ${scenario.name} → ${target.name} ${JSON.stringify(params)}`);
       const ctx = runContext(scenario.name, target.name);
@@ -409,7 +458,10 @@ async function main() {
   const allScenarios = scenarios.length === (opts.soak ? 1 : SCENARIOS.length);
   const write = opts['no-write']
     ? false
-    : (opts.write ?? (!opts.quick && allScenarios && targets.length === 2));
+    : (opts.write ??
+      (!opts.quick &&
+        allScenarios &&
+        DEFAULT_SIDES.every((s) => targets.some((t) => t.name === s))));
   if (write) {
     const file = join(ROOT, 'BENCHMARKS.md');
     let text = updateBenchmarksFile(

@@ -10,6 +10,7 @@ import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { NameEventsModule } from './name-events/name-events.module.js';
+import { PrivacyModule } from './privacy/privacy.module.js';
 import { PublishModule } from './publish/publish.module.js';
 import { RedisModule } from './redis/redis.module.js';
 
@@ -46,6 +47,7 @@ export class AppModule {
         PublishModule,
         EventsModule,
         DetectorModule,
+        PrivacyModule,
       ],
     };
   }

@@ -49,10 +49,18 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   // Not on the stream: its clients are EventSource readers, not documents, and every header
   // is held for the life of a connection.
   const securityHeaders = helmet();
+  // Swagger UI over plain HTTP (an internal host name, a port-forward): helmet's
+  // `upgrade-insecure-requests` would make the browser fetch its scripts and styles over
+  // https, which nothing serves, and the page would stay blank. Over HTTPS it stays.
+  const docsOverHttpHeaders = helmet({
+    contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
+  });
   const listenPath = `/${API_PREFIX}/${LISTEN_ROUTE}`;
-  app.use((req: Request, res: Response, next: NextFunction) =>
-    req.path === listenPath ? next() : securityHeaders(req, res, next),
-  );
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (req.path === listenPath) return next();
+    if (!req.secure && isDocsPath(req.path)) return docsOverHttpHeaders(req, res, next);
+    return securityHeaders(req, res, next);
+  });
   // The live page, after helmet so it gets its headers too, with a stricter CSP of its own.
   app.use(servePageOutsideApi());
   if (http.corsOrigins) {
@@ -72,6 +80,12 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   serveOpenApi(app);
   app.useGlobalFilters(new HttpExceptionFilter());
   return app;
+}
+
+/** Swagger UI's page and files (matched as the router matches: case-insensitively). */
+function isDocsPath(path: string): boolean {
+  const lower = path.toLowerCase();
+  return lower === `/${API_PREFIX}/docs` || lower.startsWith(`/${API_PREFIX}/docs/`);
 }
 
 /**

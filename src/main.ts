@@ -9,6 +9,7 @@ import { ExpressHttpAdapter } from './common/express-http-adapter.js';
 import { configureApp } from './app.setup.js';
 import type { AppConfig } from './config/configuration.js';
 import { ConfigurationError } from './config/environment.js';
+import { HttpDrainService } from './health/http-drain.service.js';
 
 async function bootstrap(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
@@ -18,18 +19,26 @@ async function bootstrap(): Promise<void> {
     {
       bodyParser: false,
       bufferLogs: true,
+      // Flushed below once the JSON logger is in place; when start-up fails, only if the
+      // failure is not a configuration error, which is one line (see the end of this file).
+      autoFlushLogs: false,
       abortOnError: false,
     },
   );
   configureApp(app);
+  app.flushLogs();
   const { port, shutdownTimeoutMs } = app
     .get<ConfigService<AppConfig, true>>(ConfigService)
     .get('app', { infer: true });
 
+  const drain = app.get(HttpDrainService);
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       // Past the budget, in-flight work is abandoned rather than holding the exit forever.
       setTimeout(() => process.exit(1), shutdownTimeoutMs).unref();
+      // At once, before any module starts shutting down: readiness 503, no new connection,
+      // `Connection: close` on every answer from now on.
+      drain.begin();
       app.close().then(
         () => process.exit(0),
         () => process.exit(1),
@@ -42,11 +51,13 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((error: unknown) => {
-  // The logger may not exist yet: a bad configuration is one line on stderr.
-  const line =
-    error instanceof ConfigurationError
-      ? error.message
-      : `Failed to start: ${String((error as Error)?.stack ?? error)}`;
-  process.stderr.write(`${line}\n`);
+  // The logger may not exist yet: a bad configuration (a bad variable, a DATA_DIR in use)
+  // is one line on stderr. Anything else comes with what was logged up to it.
+  if (error instanceof ConfigurationError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    Logger.flush();
+    process.stderr.write(`Failed to start: ${String((error as Error)?.stack ?? error)}\n`);
+  }
   process.exit(1);
 });

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { useApp } from './support/app.js';
 import {
   ARTIFACTS,
+  DOCS_HOST,
   historyRows,
   lookUp,
   useBrowser,
@@ -20,6 +21,12 @@ import { http } from './support/http.js';
 
 const README_SCREENSHOT = fileURLToPath(new URL('../docs/screenshot.png', import.meta.url));
 const HOSTILE = '<img src=x onerror=alert(1)>';
+/** helmet's default policy, and the same without `upgrade-insecure-requests`. */
+const HELMET_POLICY_OVER_HTTP =
+  "default-src 'self';base-uri 'self';font-src 'self' https: data:;form-action 'self';" +
+  "frame-ancestors 'self';img-src 'self' data:;object-src 'none';script-src 'self';" +
+  "script-src-attr 'none';style-src 'self' https: 'unsafe-inline'";
+const HELMET_POLICY = `${HELMET_POLICY_OVER_HTTP};upgrade-insecure-requests`;
 
 const browser = useBrowser();
 
@@ -243,5 +250,43 @@ describe('the page when the service is failing', () => {
       'Internal server error (code 500)',
     ]);
     await waitForState(p, 'down');
+  });
+});
+
+describe('Swagger UI over plain HTTP, at a host name other than localhost', () => {
+  // Behind a proxy that says when the client used HTTPS.
+  const fx = useApp({ env: { TRUST_PROXY: 'loopback' } });
+
+  it('renders the API, with no request upgraded to https', async () => {
+    const url = new URL('/api/docs', fx.url);
+    url.hostname = DOCS_HOST;
+    const p = await browser.openPage(url.toString());
+    await p.locator('.swagger-ui .info .title').waitFor({ timeout: 10_000 });
+    expect(await p.locator('.swagger-ui .info .title').textContent()).toContain(
+      'Name history service',
+    );
+    await p.locator('.opblock-summary-path[data-path="/api/webhooks/prevnames/listen"]').waitFor();
+    expect(
+      await p
+        .locator('.opblock-summary-path')
+        .evaluateAll((paths) => paths.map((path) => path.getAttribute('data-path'))),
+    ).toEqual(
+      expect.arrayContaining([
+        '/api/users/{userId}/prevnames',
+        '/api/webhooks/prevnames/listen',
+        '/api/webhooks/prevnames',
+      ]),
+    );
+  });
+
+  it('keeps the strict policy everywhere else, and on the docs over HTTPS', async () => {
+    const policy = async (path: string, headers: Record<string, string> = {}) =>
+      (await http(`${fx.url}${path}`, { headers })).headers.get('content-security-policy');
+    expect(await policy('/api/docs')).toBe(HELMET_POLICY_OVER_HTTP);
+    expect(await policy('/api/docs/swagger-ui-init.js')).toBe(HELMET_POLICY_OVER_HTTP);
+    expect(await policy('/API/Docs')).toBe(HELMET_POLICY_OVER_HTTP);
+    expect(await policy('/api/docs', { 'X-Forwarded-Proto': 'https' })).toBe(HELMET_POLICY);
+    expect(await policy('/api/users/someone/prevnames')).toBe(HELMET_POLICY);
+    expect(await policy('/api/health/live')).toBe(HELMET_POLICY);
   });
 });

@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { historyPath, NO_LISTENERS, PUBLISH } from './support/api.js';
 import { nameEvent } from './support/events.js';
 import { http } from './support/http.js';
 import { waitFor } from './support/ports.js';
-import { ServiceProcess } from './support/service-process.js';
+import { ServiceProcess, START_TIMEOUT_MS } from './support/service-process.js';
 
 interface LogLine {
   level: number;
@@ -56,7 +56,7 @@ describe('the service process', () => {
     beforeAll(async () => {
       dataDir = await mkdtemp(join(tmpdir(), 'process-e2e-'));
       service = await ServiceProcess.start({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
-    }, 120_000);
+    }, START_TIMEOUT_MS + 10_000);
 
     afterAll(async () => {
       await service?.stop('SIGKILL');
@@ -99,8 +99,33 @@ describe('the service process', () => {
       expect(logged()[0].err).toBeUndefined();
     });
 
+    it('refuses a second instance on the same DATA_DIR, with one line', async () => {
+      const second = await ServiceProcess.spawn({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+      expect(await second.exited).toEqual({ code: 1, signal: null });
+      expect(second.stderr).toBe(
+        `DATA_DIR ${dataDir} is in use by another instance (pid ${service.pid} on host ${hostname()}): run one instance per DATA_DIR, or set DATABASE_URL\n`,
+      );
+      expect(second.output).toBe(second.stderr);
+      // The first one is unharmed.
+      const res = await http(`${service.url}${historyPath('123')}`);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ userId: '123', prevnames: [], code: 200 });
+    });
+
     it('exits 0 on SIGTERM', async () => {
       expect(await service.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     });
+
+    it(
+      'starts on the DATA_DIR of an instance that was killed',
+      async () => {
+        const start = () => ServiceProcess.start({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+        const killed = await start();
+        expect(await killed.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+        service = await start();
+        expect(await service.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+      },
+      3 * START_TIMEOUT_MS,
+    );
   });
 });

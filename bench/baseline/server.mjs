@@ -1,9 +1,16 @@
 // The benchmark baseline: the service's three routes on raw node:http + pg + ioredis, with
-// no framework, as fast as plain Node makes them. Same tables, same wire format; minimal
-// validation. Not a product: it exists so the service has something to be compared with.
+// no framework. Same tables, same wire format; minimal validation. Not a product: it exists
+// so the service has something to be compared with.
+//
+// BASELINE_WRITE picks how an event reaches a listener:
+//   res     (default) `res.write(frame)` of the pre-framed SSE bytes, as any raw-Node SSE
+//           server does: ServerResponse adds the chunked framing on every write;
+//   socket  the frame wrapped once into an HTTP chunk and written straight to every socket:
+//           a step past plain Node, kept as a second line in the tables.
 //
 // Env: PORT (3000), DATABASE_URL, REDIS_URL, REDIS_CHANNEL (bench:baseline:events),
-//      SSE_KEEPALIVE_MS (15000), SSE_BUFFER_LIMIT_BYTES (1 MiB), DATABASE_POOL_SIZE (10).
+//      SSE_KEEPALIVE_MS (15000), SSE_BUFFER_LIMIT_BYTES (1 MiB), DATABASE_POOL_SIZE (10),
+//      BASELINE_WRITE (res).
 import http from 'node:http';
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -15,6 +22,10 @@ const CHANNEL = process.env.REDIS_CHANNEL ?? 'bench:baseline:events';
 const KEEPALIVE_MS = Number(process.env.SSE_KEEPALIVE_MS ?? 15_000);
 const BUFFER_LIMIT = Number(process.env.SSE_BUFFER_LIMIT_BYTES ?? 1024 * 1024);
 const POOL_SIZE = Number(process.env.DATABASE_POOL_SIZE ?? 10);
+const WRITE_MODE = process.env.BASELINE_WRITE ?? 'res';
+if (WRITE_MODE !== 'res' && WRITE_MODE !== 'socket') {
+  throw new Error(`BASELINE_WRITE must be "res" or "socket", not "${WRITE_MODE}"`);
+}
 const BODY_LIMIT = 16 * 1024;
 // The ordering lock: any fixed 64-bit number.
 const ORDER_LOCK_KEY = '7310582364019283746';
@@ -76,19 +87,22 @@ const CRLF = Buffer.from('\r\n');
 function chunk(frame) {
   return Buffer.concat([Buffer.from(`${frame.length.toString(16)}\r\n`), frame, CRLF]);
 }
-const KEEPALIVE_CHUNK = chunk(Buffer.from(': keep-alive\n\n'));
+const KEEPALIVE_FRAME = Buffer.from(': keep-alive\n\n');
+const KEEPALIVE_CHUNK = chunk(KEEPALIVE_FRAME);
 
 /**
- * Writes one pre-encoded chunk straight to every listener's socket: one write call per
- * socket, none of ServerResponse's per-write framing. A listener that stopped reading is
- * cut off.
+ * Writes one SSE frame to every listener: with `res.write` (ServerResponse frames the chunk
+ * and corks the socket on every call), or as one pre-encoded chunk with one `socket.write`
+ * per listener. A listener that stopped reading is cut off.
  */
-function broadcast(encodedChunk) {
+function broadcast(frame, encodedChunk = WRITE_MODE === 'socket' ? chunk(frame) : null) {
   for (const res of listeners) {
     const socket = res.socket;
     if (socket === null || socket.writableLength > BUFFER_LIMIT) {
       listeners.delete(res);
       res.destroy();
+    } else if (encodedChunk === null) {
+      res.write(frame);
     } else {
       socket.write(encodedChunk);
     }
@@ -115,9 +129,12 @@ function syncSubscription() {
   return subscription;
 }
 let pendingListeners = 0;
-sub.on('messageBuffer', (_channel, frame) => broadcast(chunk(frame)));
+sub.on('messageBuffer', (_channel, frame) => broadcast(frame));
 
-setInterval(() => broadcast(KEEPALIVE_CHUNK), KEEPALIVE_MS).unref();
+setInterval(
+  () => broadcast(KEEPALIVE_FRAME, WRITE_MODE === 'socket' ? KEEPALIVE_CHUNK : null),
+  KEEPALIVE_MS,
+).unref();
 
 function listen(req, res) {
   pendingListeners++;
@@ -306,7 +323,9 @@ const server = http.createServer((req, res) => {
   sendJson(res, 404, { message: 'Not found', code: 404 });
 });
 server.keepAliveTimeout = 65_000;
-server.listen(PORT, () => process.stderr.write(`baseline listening on ${PORT}\n`));
+server.listen(PORT, () =>
+  process.stderr.write(`baseline (${WRITE_MODE} writes) listening on ${PORT}\n`),
+);
 
 let stopping = false;
 function shutdown() {

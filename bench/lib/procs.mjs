@@ -169,13 +169,13 @@ export class Child extends EventEmitter {
     return this.#send({ __benchProbe: 1, gc }, timeoutMs);
   }
 
-  /** SIGTERM, then SIGKILL after `graceMs`. */
-  async stop(graceMs = 5_000) {
+  /** `signal` (SIGTERM), then SIGKILL after `graceMs`. */
+  async stop(graceMs = 5_000, signal = 'SIGTERM') {
     if (!this.alive) {
       return;
     }
     try {
-      this.proc.kill('SIGTERM');
+      this.proc.kill(signal);
     } catch {
       // gone already
     }

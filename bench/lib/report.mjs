@@ -1,61 +1,87 @@
 /** A count as people write it: 10,000. */
 export const n = (x) => x.toLocaleString('en-US');
 
-// The outputs of a run: one JSON record per scenario and a markdown table, with the
-// service ÷ baseline ratio of each figure and whether the issue's target is met.
+// The outputs of a run: one JSON record per scenario and one markdown table, with the
+// service's figure, every other side's, service ÷ that side, and whether the issues'
+// targets are met.
 
-function ratioOf(service, baseline) {
+/**
+ * The sides a scenario can be run against, in table order. The service is compared with
+ * each other side; `baseline` is the one the targets are stated against.
+ */
+export const SIDES = [
+  { name: 'service', label: 'Service' },
+  { name: 'baseline', label: 'Baseline (res.write)', ratioLabel: 'Service ÷ baseline' },
+  {
+    name: 'baseline-socket',
+    label: 'Baseline (socket writes)',
+    ratioLabel: 'Service ÷ socket writes',
+  },
+  { name: 'nchan', label: 'nchan', ratioLabel: 'Service ÷ nchan' },
+];
+const OTHERS = SIDES.slice(1).map((s) => s.name);
+
+function ratioOf(service, other) {
   if (
     typeof service !== 'number' ||
-    typeof baseline !== 'number' ||
+    typeof other !== 'number' ||
     !Number.isFinite(service) ||
-    !Number.isFinite(baseline)
+    !Number.isFinite(other)
   ) {
     return null;
   }
-  if (baseline === 0) {
+  if (other === 0) {
     return service === 0 ? 1 : null;
   }
-  if (service < 0 || baseline < 0) {
+  if (service < 0 || other < 0) {
     return null; // e.g. a memory drift that went down: a ratio would say nothing
   }
-  return Math.round((service / baseline) * 100) / 100;
+  return Math.round((service / other) * 100) / 100;
 }
 
-function verdict(metric, ratio) {
-  if (!metric.target || ratio === null) {
+/**
+ * A metric's target is either a ratio to the baseline (`{ op, ratio }`) or a bound on the
+ * service's own figure (`{ op, value }`, in the metric's unit).
+ */
+function targetText(metric) {
+  const { op, ratio, value } = metric.target;
+  const sign = op === '<=' ? '≤' : '≥';
+  if (ratio !== undefined) {
+    return `${sign} ${ratio}× baseline`;
+  }
+  return `${sign} ${value}${metric.unit === '×' ? '×' : ` ${metric.unit}`}`;
+}
+
+function verdict(metric, service, ratios) {
+  const { op, ratio, value } = metric.target;
+  const x = ratio !== undefined ? ratios.baseline?.[metric.key] : service?.[metric.key];
+  const bound = ratio ?? value;
+  if (typeof x !== 'number' || !Number.isFinite(x)) {
     return null;
   }
-  const { op, ratio: bound } = metric.target;
-  return op === '<=' ? ratio <= bound : ratio >= bound;
+  return op === '<=' ? x <= bound : x >= bound;
 }
 
 export function scenarioRecord(scenario, mode, params, results) {
   const service = results.service;
-  const baseline = results.baseline;
   const ratios = {};
-  const targets = {};
-  for (const metric of scenario.metrics) {
-    const r = ratioOf(service?.[metric.key], baseline?.[metric.key]);
-    if (r !== null) {
-      ratios[metric.key] = r;
+  for (const side of OTHERS) {
+    if (!results[side]) {
+      continue;
     }
-    if (metric.target) {
-      targets[metric.key] = {
-        target: `${metric.target.op} ${metric.target.ratio}×`,
-        met: verdict(metric, r),
-      };
+    ratios[side] = {};
+    for (const metric of scenario.metrics) {
+      const r = ratioOf(service?.[metric.key], results[side][metric.key]);
+      if (r !== null) {
+        ratios[side][metric.key] = r;
+      }
     }
   }
-  return {
-    scenario: scenario.name,
-    mode,
-    params,
-    service: service ?? null,
-    baseline: baseline ?? null,
-    ratios,
-    targets,
-  };
+  const targets = {};
+  for (const metric of scenario.metrics.filter((m) => m.target)) {
+    targets[metric.key] = { target: targetText(metric), met: verdict(metric, service, ratios) };
+  }
+  return { scenario: scenario.name, mode, params, results, ratios, targets };
 }
 
 export function fmt(value, unit = '') {
@@ -88,9 +114,13 @@ export function fmt(value, unit = '') {
   return unit && unit !== '×' ? `${text} ${unit}` : unit === '×' ? `${text}×` : text;
 }
 
+/** A side's figure; blank where the side does not run this scenario. */
 function cell(result, metric) {
   if (!result) {
-    return 'not run';
+    return '';
+  }
+  if (result.skipped) {
+    return 'skipped';
   }
   if (result.error) {
     return 'error';
@@ -99,7 +129,38 @@ function cell(result, metric) {
   return `${fmt(result[metric.key], metric.unit)}${disturbed}`;
 }
 
+function runNotes(record) {
+  const notes = [];
+  const { results } = record;
+  for (const [side, result] of Object.entries(results)) {
+    if (result?.error) {
+      notes.push(`- ${record.scenario}, ${side}: error: ${result.error.replace(/\|/g, '/')}`);
+    }
+    if (result?.foreignCpuPct > BUSY_PCT) {
+      notes.push(
+        `- ${record.scenario}, ${side}: ⚠ other processes used ${result.foreignCpuPct} % of a core during the run ` +
+          `(${result.foreignCpuTop.join(', ')}): its figures are disturbed.`,
+      );
+    }
+  }
+  const capped = Object.values(results).find((r) => r?.cappedByFdLimit);
+  if (capped) {
+    notes.push(
+      `- ${record.scenario}: ${n(capped.requested)} listeners asked; capped at ${n(capped.listeners)} ` +
+        `by the server's file-descriptor limit (${capped.serverFdLimit}; the hard limit cannot be raised in this environment).`,
+    );
+  }
+  return notes;
+}
+
+/**
+ * The run's one table: every scenario and figure, each side's value, service ÷ each other
+ * side, the target and whether it is met. Only the columns of the sides in this run.
+ */
 export function renderMarkdown({ info, mode, records, scenarios, elapsedS, targets }) {
+  const sides = SIDES.filter((s) => targets.some((t) => t.name === s.name));
+  const others = sides.filter((s) => s.name !== 'service');
+  const hasService = sides.some((s) => s.name === 'service');
   const lines = [];
   lines.push(
     `### ${mode === 'full' ? 'Full run' : mode === 'quick' ? 'Quick run (--quick)' : 'Soak run (--soak)'}, ${info.date.slice(0, 10)}`,
@@ -108,47 +169,46 @@ export function renderMarkdown({ info, mode, records, scenarios, elapsedS, targe
   lines.push(
     `Machine: ${info.cpus} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, Linux ${info.kernel}, Node ${info.node}, ` +
       `Postgres ${info.postgres} (synchronous_commit ${info.synchronousCommit}), Redis ${info.redis}, ` +
-      `fd limit ${info.fdLimit}. Commit ${info.commit}. ` +
-      `Targets: ${targets.map((t) => `${t.name} = \`${t.display ?? t.argv.join(' ')}\``).join(', ')}. Run time ${elapsedS} s.`,
+      `fd limit ${info.fdLimit}. Commit ${info.commit}. Run time ${elapsedS} s. Sides: ` +
+      `${targets.map((t) => `${t.name} = ${t.display}`).join('; ')}.`,
   );
   lines.push('');
-  lines.push('| Scenario | Figure | Service | Baseline | Service ÷ baseline | Target | Met |');
-  lines.push('|---|---|---:|---:|---:|---|---|');
+  const header = ['Scenario', 'Figure'];
+  const align = ['---', '---'];
+  for (const side of sides) {
+    header.push(side.label);
+    align.push('---:');
+    if (side.name !== 'service' && hasService) {
+      header.push(side.ratioLabel);
+      align.push('---:');
+    }
+  }
+  header.push('Target', 'Met');
+  align.push('---', '---');
+  lines.push(`| ${header.join(' | ')} |`, `| ${align.join(' | ')} |`);
   const notes = [];
   for (const record of records) {
     const scenario = scenarios.find((s) => s.name === record.scenario);
     scenario.metrics.forEach((metric, i) => {
-      const r = record.ratios[metric.key];
+      const row = [i === 0 ? scenario.title(record.params) : '', metric.label];
+      if (hasService) {
+        row.push(cell(record.results.service, metric));
+      }
+      for (const side of others) {
+        row.push(cell(record.results[side.name], metric));
+        if (hasService) {
+          const r = record.ratios[side.name]?.[metric.key];
+          row.push(r === undefined ? (record.results[side.name] ? '–' : '') : fmt(r, '×'));
+        }
+      }
       const t = record.targets[metric.key];
-      lines.push(
-        `| ${i === 0 ? scenario.title(record.params) : ''} | ${metric.label} | ${cell(record.service, metric)} | ${cell(record.baseline, metric)} | ` +
-          `${r === undefined ? '–' : fmt(r, '×')} | ${t ? `${t.target}` : ''} | ${t ? (t.met === null ? '–' : t.met ? 'met' : '**missed**') : ''} |`,
-      );
+      row.push(t?.target ?? '', t ? (t.met === null ? '–' : t.met ? 'met' : '**missed**') : '');
+      lines.push(`| ${row.join(' | ')} |`);
     });
-    for (const side of ['service', 'baseline']) {
-      if (record[side]?.error) {
-        notes.push(
-          `- ${record.scenario}, ${side}: error: ${record[side].error.replace(/\|/g, '/')}`,
-        );
-      }
-    }
-    for (const side of ['service', 'baseline']) {
-      const pct = record[side]?.foreignCpuPct;
-      if (pct > BUSY_PCT) {
-        notes.push(
-          `- ${record.scenario}, ${side}: ⚠ other processes used ${pct} % of a core during the run ` +
-            `(${record[side].foreignCpuTop.join(', ')}): its figures are disturbed.`,
-        );
-      }
-    }
-    const cap = record.service?.cappedByFdLimit || record.baseline?.cappedByFdLimit;
-    if (cap) {
-      const r = record.service?.cappedByFdLimit ? record.service : record.baseline;
-      notes.push(
-        `- ${record.scenario}: ${r.requested.toLocaleString('en-US')} listeners asked; capped at ${r.listeners.toLocaleString('en-US')} ` +
-          `by the server's file-descriptor limit (${r.serverFdLimit}; the hard limit cannot be raised in this environment).`,
-      );
-    }
+    notes.push(...runNotes(record));
+  }
+  for (const t of targets.filter((x) => x.skipped)) {
+    notes.push(`- ${t.name}: skipped: ${t.skipped}.`);
   }
   if (notes.length) {
     lines.push('');

@@ -116,6 +116,20 @@ function onData(c, piece) {
   c.text = start === 0 ? text : text.slice(start);
 }
 
+const NCHAN_ID = /^(\d+):(\d+)$/;
+
+/**
+ * An event id as a number that grows with the stream: the service's ids are numbers; nchan's
+ * are `<seconds>:<n-th message of that second>`. NaN when there is none.
+ */
+function idOrder(id) {
+  if (id === null) {
+    return NaN;
+  }
+  const nchan = NCHAN_ID.exec(id);
+  return nchan ? Number(nchan[1]) * 1e6 + Number(nchan[2]) : Number(id);
+}
+
 function onFrame(c, text, start, end, recvUs) {
   counters.frames++;
   if (text.charCodeAt(start) === 58 /* ':' */) {
@@ -139,7 +153,7 @@ function onFrame(c, text, start, end, recvUs) {
   }
   let ev = id === null ? undefined : eventCache.get(id);
   if (ev === undefined) {
-    ev = { seq: -1, sentUs: 0, idNum: id === null ? NaN : Number(id) };
+    ev = { seq: -1, sentUs: 0, idNum: idOrder(id) };
     try {
       const match = NAME_PATTERN.exec(JSON.parse(data).name);
       if (match) {

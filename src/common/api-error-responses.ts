@@ -11,6 +11,10 @@ const DESCRIPTIONS: Record<number, { description: string; message: string }> = {
     description: 'PUBLISH_TOKEN is set and the bearer token is missing or wrong.',
     message: 'Missing or invalid bearer token',
   },
+  403: {
+    description: 'The user has opted out of name recording: nothing was stored or broadcast.',
+    message: 'The user has opted out: their names are not recorded',
+  },
   404: { description: 'No such route.', message: 'Cannot GET /api/nope' },
   413: { description: 'The body is larger than 16 KiB.', message: 'Request body is too large' },
   415: { description: 'The body is not JSON.', message: 'Content-Type must be application/json' },

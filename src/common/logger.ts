@@ -8,6 +8,12 @@ export const LISTEN_ROUTE = 'webhooks/prevnames/listen';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The request's id: the caller's `X-Request-Id` when it is a sane one, else a new one. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
 /**
  * Structured JSON logs. Every request gets an id (the caller's `X-Request-Id` when it is a
  * sane one), returned in `X-Request-Id` and attached to every log line of that request.
@@ -20,8 +26,7 @@ export function loggerOptions(level: string): Params {
     pinoHttp: {
       level,
       genReqId: (req: IncomingMessage, res: ServerResponse) => {
-        const given = req.headers['x-request-id'];
-        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+        const id = requestIdOf(req);
         res.setHeader('X-Request-Id', id);
         return id;
       },
@@ -30,10 +35,13 @@ export function loggerOptions(level: string): Params {
         censor: '[redacted]',
       },
       serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({
+        // The client's address as Express sees it: behind a proxy, the one it put in
+        // X-Forwarded-For (as far as TRUST_PROXY trusts it), the same the rate limit keys on.
+        req: (req: { id: string; method: string; url: string; raw: { ip?: string } }) => ({
           id: req.id,
           method: req.method,
           url: req.url,
+          remoteAddress: req.raw.ip,
         }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },

@@ -25,7 +25,21 @@ export interface AppConfig {
     maxListeners: number;
   };
   publish: { token: string | undefined; rateLimit: number; rateWindowMs: number };
-  discord: { token: string | undefined; leaseMs: number };
+  discord: {
+    token: string | undefined;
+    leaseMs: number;
+    /** Without a trailing slash. */
+    apiUrl: string | undefined;
+    gatewayUrl: string | undefined;
+  };
+  /** The privacy administration: on when `adminToken` is set. */
+  privacy: {
+    adminToken: string | undefined;
+    /** 0: keep forever. */
+    retentionDays: number;
+    retentionIntervalMs: number;
+    retentionBatchSize: number;
+  };
 }
 
 export function buildConfiguration(env: Record<string, string | undefined>): AppConfig {
@@ -55,7 +69,18 @@ export function buildConfiguration(env: Record<string, string | undefined>): App
       rateLimit: e.PUBLISH_RATE_LIMIT,
       rateWindowMs: e.PUBLISH_RATE_WINDOW_MS,
     },
-    discord: { token: e.DISCORD_TOKEN, leaseMs: e.DETECTOR_LEASE_MS },
+    discord: {
+      token: e.DISCORD_TOKEN,
+      leaseMs: e.DETECTOR_LEASE_MS,
+      apiUrl: e.DISCORD_API_URL?.replace(/\/+$/, ''),
+      gatewayUrl: e.DISCORD_GATEWAY_URL,
+    },
+    privacy: {
+      adminToken: e.ADMIN_TOKEN,
+      retentionDays: e.RETENTION_DAYS,
+      retentionIntervalMs: e.RETENTION_INTERVAL_MS,
+      retentionBatchSize: e.RETENTION_BATCH_SIZE,
+    },
   };
 }
 

@@ -1,3 +1,4 @@
+import { buildConfiguration } from './configuration.js';
 import { ConfigurationError, validateEnvironment } from './environment.js';
 
 describe('validateEnvironment', () => {
@@ -12,7 +13,10 @@ describe('validateEnvironment', () => {
       SSE_REPLAY_LIMIT: 10000,
       LOG_LEVEL: 'info',
       PUBLISH_RATE_LIMIT: 0,
+      RETENTION_DAYS: 0,
+      RETENTION_INTERVAL_MS: 3_600_000,
     });
+    expect(env.ADMIN_TOKEN).toBeUndefined();
     expect(env.DATABASE_URL).toBeUndefined();
     expect(env.REDIS_URL).toBeUndefined();
   });
@@ -22,6 +26,19 @@ describe('validateEnvironment', () => {
     expect(env.PORT).toBe(8080);
     expect(env.PUBLISH_TOKEN).toBeUndefined();
     expect(env.SSE_REPLAY_LIMIT).toBe(0);
+  });
+
+  it('reads the Discord proxies, and the REST base without its trailing slash', () => {
+    const { discord } = buildConfiguration({
+      DISCORD_API_URL: 'http://rest-proxy.internal:8080/api/',
+      DISCORD_GATEWAY_URL: 'ws://gateway-proxy.internal:7878',
+    });
+    expect(discord.apiUrl).toBe('http://rest-proxy.internal:8080/api');
+    expect(discord.gatewayUrl).toBe('ws://gateway-proxy.internal:7878');
+    expect(buildConfiguration({}).discord).toMatchObject({
+      apiUrl: undefined,
+      gatewayUrl: undefined,
+    });
   });
 
   it.each([
@@ -34,6 +51,26 @@ describe('validateEnvironment', () => {
     [
       { PUBLISH_TOKEN: 'short' },
       'Invalid configuration: PUBLISH_TOKEN must be at least 16 characters long',
+    ],
+    [
+      { DISCORD_API_URL: 'discord.com/api' },
+      'Invalid configuration: DISCORD_API_URL must be an http:// or https:// URL without query or fragment',
+    ],
+    [
+      { DISCORD_API_URL: 'https://proxy.internal/api?v=10' },
+      'Invalid configuration: DISCORD_API_URL must be an http:// or https:// URL without query or fragment',
+    ],
+    [
+      { DISCORD_GATEWAY_URL: 'https://gateway.discord.gg' },
+      'Invalid configuration: DISCORD_GATEWAY_URL must be a ws:// or wss:// URL without query or fragment',
+    ],
+    [
+      { ADMIN_TOKEN: 'fifteen-chars!!' },
+      'Invalid configuration: ADMIN_TOKEN must be at least 16 characters long',
+    ],
+    [
+      { RETENTION_DAYS: '-1' },
+      'Invalid configuration: RETENTION_DAYS must not be less than 0 (got "-1")',
     ],
     [
       { CORS_ORIGINS: 'nope' },

@@ -89,8 +89,46 @@ export class EnvironmentVariables {
 
   @IsOptional()
   @IsString()
+  @MinLength(16, { message: 'must be at least 16 characters long' })
+  ADMIN_TOKEN?: string;
+
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt()
+  @Min(0)
+  @Max(36_500)
+  RETENTION_DAYS: number = 0;
+
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt()
+  @Min(100)
+  @Max(86_400_000)
+  RETENTION_INTERVAL_MS: number = 3_600_000;
+
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  RETENTION_BATCH_SIZE: number = 1000;
+
+  @IsOptional()
+  @IsString()
   @MinLength(20, { message: 'must be a Discord bot token' })
   DISCORD_TOKEN?: string;
+
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+    message: 'must be an http:// or https:// URL without query or fragment',
+  })
+  DISCORD_API_URL?: string;
+
+  @IsOptional()
+  @Matches(/^wss?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+    message: 'must be a ws:// or wss:// URL without query or fragment',
+  })
+  DISCORD_GATEWAY_URL?: string;
 
   @IsOptional()
   @Transform(toInteger)
@@ -179,13 +217,17 @@ export class ConfigurationError extends Error {
   override readonly name = 'ConfigurationError';
 }
 
+// URLs may carry credentials (a proxy's user:password): never echoed either.
 const SECRET_VARIABLES = new Set([
   'DATABASE_URL',
   'REDIS_URL',
   'REDIS_SENTINEL_PASSWORD',
   'REDIS_PASSWORD',
   'PUBLISH_TOKEN',
+  'ADMIN_TOKEN',
   'DISCORD_TOKEN',
+  'DISCORD_API_URL',
+  'DISCORD_GATEWAY_URL',
 ]);
 
 export function validateEnvironment(env: Record<string, string | undefined>): EnvironmentVariables {

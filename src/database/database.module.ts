@@ -1,16 +1,14 @@
 import { Module, OnApplicationShutdown } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
-import { InjectDataSource, TypeOrmModule } from '@nestjs/typeorm';
+import { InjectDataSource, TypeOrmModule, type TypeOrmModuleOptions } from '@nestjs/typeorm';
 import type { AppConfig } from '../config/configuration.js';
 import { AppDataSource } from './app-data-source.js';
 import { DatabaseHealthIndicator } from './database.health.js';
 import { postgresOptions, type PostgresConnectionOptions } from './postgres-options.js';
 
-type DataSourceOptions = PostgresConnectionOptions & {
-  embeddedDataDir?: string;
-  manualInitialization?: boolean;
-};
+type DataSourceOptions = PostgresConnectionOptions &
+  Pick<TypeOrmModuleOptions, 'manualInitialization' | 'toRetry'> & { embeddedDataDir?: string };
 
 /**
  * Postgres through TypeORM: the server at `DATABASE_URL`, or the embedded PGlite under
@@ -24,6 +22,9 @@ type DataSourceOptions = PostgresConnectionOptions & {
         const db = config.get('database', { infer: true });
         return {
           ...postgresOptions({ url: db.url, poolSize: db.poolSize }),
+          // AppDataSource.open() retries Postgres by itself; what it throws (the embedded
+          // database failing, its DATA_DIR in use) does not get better by trying again.
+          toRetry: () => false,
           // AppDataSource connects by itself, and keeps trying while Postgres is down.
           manualInitialization: true,
           embeddedDataDir: db.url ? undefined : db.dataDir,
@@ -33,6 +34,7 @@ type DataSourceOptions = PostgresConnectionOptions & {
         const {
           embeddedDataDir,
           manualInitialization: _,
+          toRetry: __,
           ...postgres
         } = options as DataSourceOptions;
         return AppDataSource.open(postgres, embeddedDataDir);

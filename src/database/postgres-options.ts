@@ -22,6 +22,9 @@ export function postgresOptions(
     migrations,
     synchronize: false,
     migrationsRun: false,
+    // Each migration in a transaction of its own, unless it opts out (an index built
+    // CONCURRENTLY cannot be): the CLI then runs them as the application does.
+    migrationsTransactionMode: 'each',
     logging: false,
     ...rest,
     extra: {

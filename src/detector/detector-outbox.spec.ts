@@ -2,39 +2,106 @@ import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals
 import { Logger } from '@nestjs/common';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
 import { StorageUnavailableError } from '../name-events/name-event.types.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type {
+  KnownNameKey,
+  KnownNamesRepository,
+  KnownNameValue,
+  SqlSession,
+} from '../name-events/known-names.repository.js';
+import type { PrivacyRepository } from '../name-events/privacy.repository.js';
 import type { NameChange, PublishOutcome, PublishService } from '../publish/publish.service.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
+import type { MemberObservation } from './member-observation.js';
+import { ReconciliationRun } from './reconciliation-run.js';
 
-const change = (name: string): NameChange => ({
-  userId: '700000000000000001',
-  type: 'username',
-  name,
-  changedAt: new Date('2025-03-04T05:06:07.089Z'),
+const GUILD = '800000000000000001';
+const AT = new Date('2025-03-04T05:06:07.089Z');
+
+const id = (n: number) => `70000000000000000${n}`;
+
+/** User `n` seen with `username` (no display name, no nickname). */
+const seen = (n: number, username: string): MemberObservation => ({
+  guildId: GUILD,
+  userId: id(n),
+  username,
+  globalName: null,
+  nickname: null,
+  at: AT,
 });
 
-const shown = (name: string) =>
-  `{"userId":"700000000000000001","type":"username","name":"${name}","changedAt":"2025-03-04T05:06:07.089Z"}`;
+const key = (k: KnownNameKey) => `${k.userId}/${k.field}/${k.guildId}`;
 
-/** A PublishService double: answers from a script, records every call and its time. */
+/** The known names table, in memory. */
+class MemoryKnownNames {
+  values = new Map<string, KnownNameValue>();
+  /** The user ids of each read's username keys: which observations each batch held. */
+  readonly reads: string[][] = [];
+
+  async findMany(_session: SqlSession, keys: readonly KnownNameKey[]) {
+    this.reads.push(keys.filter((k) => k.field === 'username').map((k) => k.userId));
+    return keys.flatMap((k) => this.values.get(key(k)) ?? []);
+  }
+
+  async saveMany(_session: SqlSession, values: readonly KnownNameValue[]) {
+    for (const value of values) this.values.set(key(value), value);
+  }
+
+  username(n: number): string | null | undefined {
+    return this.values.get(`${id(n)}/username/`)?.name;
+  }
+}
+
+type Script = (attempt: number) => Error | 'bus-down-after-commit' | number;
+
+/**
+ * publishDetected as PublishService runs it: `detect` in a transaction (rolled back on a
+ * storage failure), the changes stored, then broadcast (`receivers` from the script).
+ */
 class ScriptedPublisher {
-  readonly calls: { name: string; at: number }[] = [];
-  constructor(private readonly script: (name: string, attempt: number) => Error | number) {}
+  readonly stored: NameChange[] = [];
+  readonly attempts: number[] = [];
+  gate?: Promise<void>;
+  private nextId = 0;
 
-  publish(change: NameChange): Promise<PublishOutcome> {
-    const attempt = this.calls.filter((c) => c.name === change.name).length + 1;
-    this.calls.push({ name: change.name, at: Date.now() });
-    const outcome = this.script(change.name, attempt);
-    if (outcome instanceof Error) return Promise.reject(outcome);
-    return Promise.resolve({
-      event: {
-        id: String(this.calls.length),
-        ...change,
-        changedAt: change.changedAt.toISOString(),
-      },
-      created: true,
-      receivers: outcome,
+  constructor(
+    private readonly known: MemoryKnownNames,
+    private readonly script: Script = () => 0,
+  ) {}
+
+  async publishDetected(
+    detect: (session: SqlSession) => Promise<NameChange[]>,
+  ): Promise<PublishOutcome[]> {
+    this.attempts.push(Date.now());
+    await this.gate;
+    const outcome = this.script(this.attempts.length);
+    const before = new Map(this.known.values);
+    const changes = await detect({} as SqlSession);
+    if (outcome instanceof Error) {
+      this.known.values = before;
+      throw outcome;
+    }
+    const stored = changes.map((change) => {
+      const existing = this.stored.findIndex((s) => JSON.stringify(s) === JSON.stringify(change));
+      if (existing >= 0) return { index: existing, created: false };
+      this.stored.push(change);
+      return { index: this.stored.length - 1, created: true };
     });
+    if (outcome === 'bus-down-after-commit') throw new BusUnavailableError('Redis publish failed');
+    return stored.map(({ index, created }, i) => ({
+      event: {
+        id: String(index + 1),
+        ...changes[i],
+        changedAt: changes[i].changedAt.toISOString(),
+      },
+      created,
+      receivers: outcome,
+    }));
+  }
+
+  names(): string[] {
+    return this.stored.map((s) => s.name);
   }
 }
 
@@ -48,131 +115,244 @@ async function until(condition: () => boolean, timeoutMs = 3_000): Promise<void>
 
 describe('DetectorOutbox', () => {
   let settings: DetectorSettings;
+  let known: MemoryKnownNames;
   let logs: string[];
   let warnings: string[];
   let errors: string[];
+  const outboxes: DetectorOutbox[] = [];
+
+  function outbox(
+    publisher: ScriptedPublisher,
+    overrides: Partial<DetectorSettings> = {},
+    optedOut: ReadonlySet<string> = new Set(),
+  ) {
+    const privacy = {
+      optedOutAmong: async (_session: SqlSession, userIds: readonly string[]) =>
+        new Set(userIds.filter((userId) => optedOut.has(userId))),
+    };
+    const created = new DetectorOutbox(
+      publisher as unknown as PublishService,
+      known as unknown as KnownNamesRepository,
+      privacy as unknown as PrivacyRepository,
+      { ...settings, ...overrides },
+      new MetricsService(),
+    );
+    outboxes.push(created);
+    return created;
+  }
+
+  const idle = (o: DetectorOutbox) => () => o.backlog.live + o.backlog.reconciling === 0;
 
   beforeEach(() => {
     settings = {
-      ...detectorSettings({ token: 'x', leaseMs: 30_000 }, { keyPrefix: 'test' }),
+      ...detectorSettings(
+        { token: 'x', leaseMs: 30_000, apiUrl: undefined, gatewayUrl: undefined },
+        { keyPrefix: 'test' },
+      ),
       publishRetryMs: 40,
       publishRetryMaxMs: 100,
     };
+    known = new MemoryKnownNames();
     logs = [];
     warnings = [];
     errors = [];
-    jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => {
-      logs.push(String(message));
-    });
-    jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => {
-      warnings.push(String(message));
-    });
-    jest.spyOn(Logger.prototype, 'error').mockImplementation((message: unknown) => {
-      errors.push(String(message));
-    });
+    for (const [level, sink] of [
+      ['log', logs],
+      ['warn', warnings],
+      ['error', errors],
+    ] as const) {
+      jest.spyOn(Logger.prototype, level).mockImplementation((message: unknown) => {
+        sink.push(String(message));
+      });
+    }
   });
 
-  afterEach(() => {
+  afterEach(async () => {
+    await Promise.all(outboxes.splice(0).map((o) => o.stop()));
     jest.restoreAllMocks();
   });
 
-  it('publishes in detection order, and treats "no listener" (0 receivers) as done', async () => {
-    const publisher = new ScriptedPublisher(() => 0);
-    const outbox = new DetectorOutbox(publisher as unknown as PublishService, settings);
-    outbox.enqueue(change('first'));
-    outbox.enqueue(change('second'));
-    await until(() => outbox.size === 0);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(publisher.calls.map((c) => c.name)).toEqual(['first', 'second']);
+  it('compares live updates in the order they arrive, and treats "no listener" as done', async () => {
+    const publisher = new ScriptedPublisher(known, () => 0);
+    const o = outbox(publisher);
+    o.observeLive([seen(1, 'a')]);
+    o.observeLive([seen(1, 'b'), seen(1, 'c')]);
+    o.observeLive([seen(1, 'c')]);
+    await until(() => known.username(1) === 'c' && idle(o)());
+    expect(publisher.names()).toEqual(['a', 'b']);
     expect(logs).toEqual([
-      'Recorded a username change of user 700000000000000001 as event 1; no listener connected',
-      'Recorded a username change of user 700000000000000001 as event 2; no listener connected',
+      `Recorded a username change of user ${id(1)} as event 1; no listener connected`,
+      `Recorded a username change of user ${id(1)} as event 2; no listener connected`,
     ]);
     expect(warnings).toEqual([]);
   });
 
-  it('retries a storage failure with doubling back-off, logging the event each time', async () => {
-    const publisher = new ScriptedPublisher((_name, attempt) =>
+  it("lets live updates overtake a full view, taking the same user's waiting members along", async () => {
+    const publisher = new ScriptedPublisher(known);
+    let open!: () => void;
+    publisher.gate = new Promise((resolve) => (open = resolve));
+    const o = outbox(publisher, { batchSize: 2 });
+    const done: ReconciliationRun[] = [];
+    const run = new ReconciliationRun(GUILD, 0, false, (r) => done.push(r));
+    o.observeFullView(
+      [1, 2, 3, 4, 5].map((n) => seen(n, `u${n}`)),
+      run,
+    );
+    await until(() => publisher.attempts.length === 1); // [1, 2] under way
+    o.observeLive([seen(4, 'u4-renamed'), seen(9, 'u9')]);
+    expect(o.backlog).toEqual({ live: 3, reconciling: 2 });
+    open();
+    await until(() => done.length === 1);
+    // User 4's full-view member went along with the live update: compared first, it makes
+    // the update a change from "u4" (alone, the update would have been a first sighting).
+    expect(known.reads).toEqual([[id(1), id(2)], [id(4)], [id(9)], [id(3), id(5)]]);
+    expect(publisher.names()).toEqual(['u4']);
+    expect(done[0]).toMatchObject({ members: 5, changes: 0 });
+  });
+
+  it('counts the changes of a full view, and finishes it once complete and compared', async () => {
+    for (const n of [1, 2, 3]) known.values.set(`${id(n)}/username/`, seenValue(n, `old${n}`));
+    const publisher = new ScriptedPublisher(known);
+    const o = outbox(publisher);
+    const done: ReconciliationRun[] = [];
+    const run = new ReconciliationRun(GUILD, 0, true, (r) => done.push(r));
+    o.observeFullView([seen(1, 'old1'), seen(2, 'new2')], run);
+    await until(idle(o));
+    expect(done).toEqual([]);
+    o.observeFullView([seen(3, 'new3'), seen(4, 'first')], run);
+    run.complete();
+    await until(() => done.length === 1);
+    expect(done[0]).toMatchObject({ guildId: GUILD, members: 4, changes: 2 });
+    expect(publisher.names()).toEqual(['old2', 'old3']);
+    expect(logs).toEqual([
+      `Recorded a username change of user ${id(2)} as event 1 (found by reconciliation); no listener connected`,
+      `Recorded a username change of user ${id(3)} as event 2 (found by reconciliation); no listener connected`,
+    ]);
+  });
+
+  it('retries a storage failure with doubling back-off, comparing again each time', async () => {
+    known.values.set(`${id(1)}/username/`, seenValue(1, 'old'));
+    const publisher = new ScriptedPublisher(known, (attempt) =>
       attempt <= 3 ? new StorageUnavailableError('connect ECONNREFUSED 127.0.0.1:5432') : 1,
     );
-    const outbox = new DetectorOutbox(publisher as unknown as PublishService, settings);
-    outbox.enqueue(change('old_name'));
-    await until(() => outbox.size === 0);
-    expect(publisher.calls).toHaveLength(4);
-    const gaps = publisher.calls.slice(1).map((c, i) => c.at - publisher.calls[i].at);
+    const o = outbox(publisher);
+    o.observeLive([seen(1, 'new')]);
+    await until(() => publisher.stored.length === 1);
+    expect(publisher.attempts).toHaveLength(4);
+    expect(known.reads).toHaveLength(4);
+    const gaps = publisher.attempts.slice(1).map((at, i) => at - publisher.attempts[i]);
     // 40, 80, then capped at 100 ms (timers may fire a little late, never early)
     expect(gaps.map((gap, i) => gap >= [40, 80, 100][i] - 2)).toEqual([true, true, true]);
     expect(warnings).toEqual(
-      [1, 2, 3].map(
-        (attempt) =>
-          `Could not publish a detected name change (attempt ${attempt}; next in ${[40, 80, 100][attempt - 1]} ms): ` +
-          `StorageUnavailableError: connect ECONNREFUSED 127.0.0.1:5432: ${shown('old_name')}`,
+      [40, 80, 100].map(
+        (wait, i) =>
+          `Could not compare and publish 1 gateway observation(s) (attempt ${i + 1}; next in ${wait} ms): ` +
+          'StorageUnavailableError: connect ECONNREFUSED 127.0.0.1:5432',
       ),
+    );
+    expect(logs).toEqual([
+      `Recorded a username change of user ${id(1)} as event 1; sent to 1 instance(s) with listeners`,
+    ]);
+  });
+
+  it('after a broadcast failure sends the committed changes again, without comparing again', async () => {
+    known.values.set(`${id(1)}/username/`, seenValue(1, 'old'));
+    const publisher = new ScriptedPublisher(known, (attempt) =>
+      attempt === 1 ? 'bus-down-after-commit' : 2,
+    );
+    const o = outbox(publisher);
+    o.observeLive([seen(1, 'new')]);
+    o.observeLive([seen(1, 'newer')]);
+    await until(() => known.username(1) === 'newer' && idle(o)() && publisher.stored.length === 2);
+    expect(publisher.attempts).toHaveLength(3);
+    expect(known.reads).toEqual([[id(1)], [id(1)]]);
+    expect(publisher.names()).toEqual(['old', 'new']);
+    expect(warnings).toEqual([
+      'Could not broadcast the name changes found in 1 gateway observation(s) (attempt 1; next in 40 ms): ' +
+        `BusUnavailableError: Redis publish failed: {"userId":"${id(1)}","type":"username","name":"old","changedAt":"2025-03-04T05:06:07.089Z"}`,
+    ]);
+    expect(logs[0]).toBe(
+      `Recorded a username change of user ${id(1)} as event 1 (stored already); sent to 2 instance(s) with listeners`,
     );
   });
 
-  it('retries a broadcast failure, and keeps later changes behind the one being retried', async () => {
-    const publisher = new ScriptedPublisher((name, attempt) =>
-      name === 'first' && attempt === 1 ? new BusUnavailableError('Redis publish failed') : 2,
-    );
-    const outbox = new DetectorOutbox(publisher as unknown as PublishService, settings);
-    outbox.enqueue(change('first'));
-    outbox.enqueue(change('second'));
-    await until(() => outbox.size === 0);
-    expect(publisher.calls.map((c) => c.name)).toEqual(['first', 'first', 'second']);
-    expect(warnings).toEqual([
-      `Could not publish a detected name change (attempt 1; next in 40 ms): BusUnavailableError: Redis publish failed: ${shown('first')}`,
-    ]);
+  it('neither compares nor remembers a user who opted out, and records the others', async () => {
+    const publisher = new ScriptedPublisher(known);
+    const o = outbox(publisher, {}, new Set([id(2)]));
+    o.observeLive([seen(1, 'a'), seen(2, 'secret')]);
+    o.observeLive([seen(1, 'b'), seen(2, 'secret-renamed')]);
+    await until(() => known.username(1) === 'b' && idle(o)());
+    expect(publisher.names()).toEqual(['a']);
+    expect(known.username(2)).toBeUndefined();
+    expect(warnings).toEqual([]);
   });
 
   it('never throws to the caller, whatever the publish path throws', async () => {
-    const publisher = new ScriptedPublisher((_name, attempt) =>
+    const publisher = new ScriptedPublisher(known, (attempt) =>
       attempt === 1 ? new TypeError('unexpected') : 0,
     );
-    const outbox = new DetectorOutbox(publisher as unknown as PublishService, settings);
-    expect(() => outbox.enqueue(change('n'))).not.toThrow();
-    await until(() => outbox.size === 0);
-    expect(publisher.calls).toHaveLength(2);
+    const o = outbox(publisher);
+    expect(() => o.observeLive([seen(1, 'n')])).not.toThrow();
+    await until(() => publisher.attempts.length === 2 && idle(o)());
     expect(warnings).toEqual([
-      `Could not publish a detected name change (attempt 1; next in 40 ms): TypeError: unexpected: ${shown('n')}`,
+      'Could not compare and publish 1 gateway observation(s) (attempt 1; next in 40 ms): TypeError: unexpected',
     ]);
   });
 
-  it('drops (and logs) a change past the bound while an outage lasts', async () => {
-    const publisher = new ScriptedPublisher(() => new StorageUnavailableError('down'));
-    const outbox = new DetectorOutbox(publisher as unknown as PublishService, {
-      ...settings,
-      maxPending: 2,
-    });
-    outbox.enqueue(change('a'));
-    outbox.enqueue(change('b'));
-    outbox.enqueue(change('c'));
-    expect(outbox.size).toBe(2);
+  it('drops (and logs) what is past its bound while an outage lasts', async () => {
+    const publisher = new ScriptedPublisher(known, () => new StorageUnavailableError('down'));
+    const o = outbox(publisher, { maxPending: 2, maxReconciling: 1 });
+    o.observeLive([seen(1, 'a'), seen(2, 'b'), seen(3, 'c')]);
+    const run = new ReconciliationRun(GUILD, 0, true, () => undefined);
+    o.observeFullView([seen(4, 'd'), seen(5, 'e')], run);
+    expect(run.members).toBe(1);
     expect(errors).toEqual([
-      `Dropped a detected name change: 2 are waiting to be published: ${shown('c')}`,
+      `Dropped a live update of user ${id(3)}: 2 are waiting to be compared; the next full view of the server compares it again`,
+      `Dropped 1 member(s) of server ${GUILD} from reconciliation: 1 are waiting`,
     ]);
-    await outbox.stop();
   });
 
-  it('stops retrying on stop(), logging what was not published', async () => {
-    const publisher = new ScriptedPublisher(() => new StorageUnavailableError('down'));
-    const outbox = new DetectorOutbox(publisher as unknown as PublishService, {
-      ...settings,
-      publishRetryMs: 60_000,
-    });
-    outbox.enqueue(change('a'));
-    outbox.enqueue(change('b'));
-    await until(() => publisher.calls.length === 1);
+  it('lets a member request wait until few enough members wait for reconciliation', async () => {
+    const publisher = new ScriptedPublisher(known);
+    let open!: () => void;
+    publisher.gate = new Promise((resolve) => (open = resolve));
+    const o = outbox(publisher, { batchSize: 1 });
+    const run = new ReconciliationRun(GUILD, 0, true, () => undefined);
+    o.observeFullView(
+      [1, 2, 3, 4].map((n) => seen(n, `u${n}`)),
+      run,
+    );
+    let roomFor2 = false;
+    void o.whenReconcilingBelow(2).then(() => (roomFor2 = true));
+    await until(() => publisher.attempts.length === 1);
+    expect(o.backlog.reconciling).toBe(3);
+    expect(roomFor2).toBe(false);
+    open();
+    await until(() => roomFor2);
+    expect(o.backlog.reconciling).toBeLessThan(2);
+  });
+
+  it('stops retrying on stop(), says how much is left, and ignores what comes later', async () => {
+    const publisher = new ScriptedPublisher(known, () => new StorageUnavailableError('down'));
+    const o = outbox(publisher, { publishRetryMs: 60_000 });
+    o.observeLive([seen(1, 'a'), seen(2, 'b')]);
+    const run = new ReconciliationRun(GUILD, 0, true, () => undefined);
+    o.observeFullView([seen(3, 'c')], run);
+    await until(() => publisher.attempts.length === 1);
     const started = Date.now();
-    await outbox.stop();
+    await o.stop();
     expect(Date.now() - started).toBeLessThan(1_000);
-    expect(publisher.calls).toHaveLength(1);
-    expect(outbox.size).toBe(0);
-    expect(errors).toEqual([
-      `Detected name change not published before shutdown: ${shown('a')}`,
-      `Detected name change not published before shutdown: ${shown('b')}`,
-    ]);
-    outbox.enqueue(change('late'));
-    expect(errors.at(-1)).toBe(`Dropped a detected name change during shutdown: ${shown('late')}`);
+    expect(publisher.attempts).toHaveLength(1);
+    expect(o.backlog).toEqual({ live: 0, reconciling: 0 });
+    expect(warnings.at(-1)).toBe(
+      '3 gateway observation(s) not compared before shutdown: the known names keep their old ' +
+        'values, so the next full view of those servers finds any change',
+    );
+    o.observeLive([seen(4, 'late')]);
+    expect(warnings.at(-1)).toBe('Ignored 1 gateway observation(s) during shutdown');
   });
 });
+
+function seenValue(n: number, name: string): KnownNameValue {
+  return { userId: id(n), field: 'username', guildId: '', name, seenAt: new Date(0) };
+}

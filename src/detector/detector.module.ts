@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { AppConfig } from '../config/configuration.js';
+import { NameEventsModule } from '../name-events/name-events.module.js';
 import { PublishModule } from '../publish/publish.module.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
@@ -10,15 +11,16 @@ import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './detector.settings.js';
 import { DiscordClientFactory } from './discord-client.factory.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
-import { MemberCacheWarmer } from './member-cache-warmer.js';
+import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
 
 /**
- * Discord gateway → publish path (stored, then broadcast), on when DISCORD_TOKEN is set.
- * Offers nothing to other modules: its output is the events it publishes.
+ * Discord gateway → compared with the known names → publish path (stored, then broadcast),
+ * on when DISCORD_TOKEN is set. Offers nothing to other modules: its output is the events it
+ * publishes.
  */
 @Module({
-  imports: [PublishModule, RedisModule],
+  imports: [PublishModule, NameEventsModule, RedisModule],
   providers: [
     {
       provide: DETECTOR_SETTINGS,
@@ -44,7 +46,7 @@ import { NameChangeDetector } from './name-change-detector.js';
     DiscordClientFactory,
     DetectorOutbox,
     NameChangeDetector,
-    MemberCacheWarmer,
+    MemberListRequester,
     DiscordDetectorService,
   ],
 })

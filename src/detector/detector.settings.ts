@@ -6,6 +6,10 @@ export const DETECTOR_SETTINGS = 'DETECTOR_SETTINGS';
 export interface DetectorSettings {
   /** Unset: the detector is off. */
   token: string | undefined;
+  /** Discord's REST API base (DISCORD_API_URL); unset: discord.js's default. */
+  apiUrl: string | undefined;
+  /** The gateway to connect to instead of the one GET /gateway/bot names (DISCORD_GATEWAY_URL). */
+  gatewayUrl: string | undefined;
   leaseKey: string;
   leaseMs: number;
   /** First delay after a failed login or a lost connection; doubles up to `loginRetryMaxMs`. */
@@ -13,13 +17,19 @@ export interface DetectorSettings {
   loginRetryMaxMs: number;
   /** Delay after Discord refused the login (bad token, intents not enabled): an operator must act. */
   refusedRetryMs: number;
-  /** First delay before publishing a detected change again; doubles up to `publishRetryMaxMs`. */
+  /** First delay before trying a batch of observations again; doubles up to `publishRetryMaxMs`. */
   publishRetryMs: number;
   publishRetryMaxMs: number;
-  /** Detected changes waiting to be published, past which the oldest is dropped (and logged). */
+  /** Observations compared with the known names in one transaction. */
+  batchSize: number;
+  /** Live updates waiting to be compared, past which a new one is dropped (and logged). */
   maxPending: number;
-  /** How long a change is remembered so that the same change seen again is not emitted twice. */
-  duplicateWindowMs: number;
+  /** Members of full views waiting to be compared, past which more are dropped (and logged). */
+  maxReconciling: number;
+  /** A server's member list is asked for only while fewer members than this wait. */
+  reconcileBacklogLimit: number;
+  /** How long a member request may go without a chunk before it counts as failed. */
+  memberChunkTimeoutMs: number;
   /** Attempts at fetching one guild's members (rate limits aside) before moving on. */
   memberFetchAttempts: number;
 }
@@ -30,6 +40,8 @@ export function detectorSettings(
 ): DetectorSettings {
   return {
     token: discord.token,
+    apiUrl: discord.apiUrl,
+    gatewayUrl: discord.gatewayUrl,
     leaseKey: `${redis.keyPrefix}:detector:lease`,
     leaseMs: discord.leaseMs,
     loginRetryMs: 5_000,
@@ -37,8 +49,11 @@ export function detectorSettings(
     refusedRetryMs: 900_000,
     publishRetryMs: 1_000,
     publishRetryMaxMs: 60_000,
+    batchSize: 1_000,
     maxPending: 10_000,
-    duplicateWindowMs: 10_000,
+    maxReconciling: 1_000_000,
+    reconcileBacklogLimit: 50_000,
+    memberChunkTimeoutMs: 30_000,
     memberFetchAttempts: 3,
   };
 }

@@ -4,23 +4,27 @@ import { Client, GatewayCloseCodes } from 'discord.js';
 import {
   apiMember,
   apiUser,
-  FakeDiscordClientFactory,
+  FakeDiscord,
   TEST_DISCORD_TOKEN,
-  type FakeGatewayOptions,
-} from '../../test/support/discord-gateway.js';
-import type { NameChange, PublishOutcome, PublishService } from '../publish/publish.service.js';
+  type FakeDiscordOptions,
+} from '../../test/support/fake-discord.js';
 import { Clock } from './clock.js';
 import { LocalDetectorLease } from './detector-lease.js';
-import { DetectorOutbox } from './detector-outbox.js';
+import type { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
+import { DiscordClientFactory } from './discord-client.factory.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
-import { MemberCacheWarmer } from './member-cache-warmer.js';
+import type { MemberObservation } from './member-observation.js';
+import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
+import type { ReconciliationRun } from './reconciliation-run.js';
 
 const GUILD = '800000000000000001';
 const ALICE = apiUser('700000000000000001', 'alice');
 const INTENT_HELP =
   'enable "Server Members Intent" under Bot → Privileged Gateway Intents in the Discord Developer Portal';
+/** Nothing listens there: connections are refused. */
+const UNREACHABLE = 'http://127.0.0.1:9/api';
 
 async function until(condition: () => boolean, timeoutMs = 3_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -32,41 +36,59 @@ async function until(condition: () => boolean, timeoutMs = 3_000): Promise<void>
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The outbox as the service and the detector use it: records live updates. */
+class RecordingOutbox {
+  readonly live: MemberObservation[] = [];
+  stopped = false;
+  observeLive(observations: readonly MemberObservation[]): void {
+    this.live.push(...observations);
+  }
+  observeFullView(observations: readonly MemberObservation[], run: ReconciliationRun): void {
+    run.arrived(observations.length);
+    run.compared(observations.length, 0);
+  }
+  async whenReconcilingBelow(): Promise<void> {}
+  async stop(): Promise<void> {
+    this.stopped = true;
+  }
+}
+
 describe('DiscordDetectorService', () => {
   let logs: string[];
   let warnings: string[];
   let errors: string[];
-  let published: NameChange[];
-  let factory: FakeDiscordClientFactory;
+  let outbox: RecordingOutbox;
+  let discord: FakeDiscord;
   let service: DiscordDetectorService | undefined;
 
-  function start(
-    world: FakeGatewayOptions,
+  async function start(
+    world: FakeDiscordOptions,
     overrides: Partial<DetectorSettings> = {},
-  ): DiscordDetectorService {
+    prepare: (fake: FakeDiscord) => void = () => undefined,
+  ): Promise<DiscordDetectorService> {
+    discord = await FakeDiscord.start(world);
+    prepare(discord);
     const settings: DetectorSettings = {
-      ...detectorSettings({ token: TEST_DISCORD_TOKEN, leaseMs: 30_000 }, { keyPrefix: 'test' }),
+      ...detectorSettings(
+        {
+          token: TEST_DISCORD_TOKEN,
+          leaseMs: 30_000,
+          apiUrl: discord.apiUrl,
+          gatewayUrl: undefined,
+        },
+        { keyPrefix: 'test' },
+      ),
       ...overrides,
     };
-    factory = new FakeDiscordClientFactory(() => world);
-    const publisher = {
-      publish: (change: NameChange): Promise<PublishOutcome> => {
-        published.push(change);
-        return Promise.resolve({
-          event: { id: '1', ...change, changedAt: change.changedAt.toISOString() },
-          created: true,
-          receivers: 0,
-        });
-      },
-    };
-    const outbox = new DetectorOutbox(publisher as unknown as PublishService, settings);
+    outbox = new RecordingOutbox();
+    const asOutbox = outbox as unknown as DetectorOutbox;
     service = new DiscordDetectorService(
       settings,
       new LocalDetectorLease(),
-      factory,
-      new NameChangeDetector(new Clock(), outbox, settings),
-      new MemberCacheWarmer(settings),
-      outbox,
+      new DiscordClientFactory(settings),
+      new NameChangeDetector(new Clock(), asOutbox),
+      new MemberListRequester(settings, asOutbox),
+      asOutbox,
     );
     service.onApplicationBootstrap();
     return service;
@@ -76,7 +98,6 @@ describe('DiscordDetectorService', () => {
     logs = [];
     warnings = [];
     errors = [];
-    published = [];
     service = undefined;
     for (const [level, sink] of [
       ['log', logs],
@@ -91,103 +112,107 @@ describe('DiscordDetectorService', () => {
 
   afterEach(async () => {
     await service?.onModuleDestroy();
+    await discord.close();
     jest.restoreAllMocks();
   });
 
   it('stays off without a token: no client, no login', async () => {
     const login = jest.spyOn(Client.prototype, 'login');
-    start({ guilds: [] }, { token: undefined });
+    await start({ guilds: [] }, { token: undefined });
     await pause(100);
-    expect(factory.gateways).toEqual([]);
+    expect(discord.rest).toEqual([]);
     expect(login).not.toHaveBeenCalled();
     expect(service!.activeClient).toBeUndefined();
     expect(logs).toEqual(['Discord detector: off (DISCORD_TOKEN is not set)']);
   });
 
-  it('logs in, says as which bot, publishes what it detects, and destroys the client on shutdown', async () => {
-    start({ guilds: [{ id: GUILD, members: [apiMember(ALICE, { nick: 'Ali' })] }] });
-    const gateway = await factory.gateway(0);
-    await gateway.ready;
-    expect(logs).toEqual([
+  it('logs in, says as which bot, detects, and closes the connection on shutdown', async () => {
+    await start({ guilds: [{ id: GUILD, members: [apiMember(ALICE, { nick: 'Ali' })] }] });
+    await until(() => logs.length === 4);
+    expect(logs.slice(0, 2)).toEqual([
       'Discord detector: on (single instance, no lease)',
       'Discord detector: logging in to the gateway',
+    ]);
+    expect(logs.slice(2).sort()).toEqual([
       'Discord detector: on as prevnames-bot (900000000000000001), watching 1 server(s)',
+      expect.stringMatching(
+        new RegExp(
+          `^Reconciled server ${GUILD}: compared 1 member\\(s\\) with their last known names in \\d+ ms; 0 change\\(s\\) recorded$`,
+        ),
+      ),
     ]);
-    expect(service!.activeClient).toBe(gateway.client);
+    const client = service!.activeClient!;
+    expect(client.isReady()).toBe(true);
 
-    gateway.memberUpdate(GUILD, apiMember(ALICE, { nick: null }));
-    await until(() => published.length === 1);
-    expect(published.map(({ userId, type, name }) => ({ userId, type, name }))).toEqual([
-      { userId: ALICE.id, type: 'displayname', name: 'Ali' },
-    ]);
+    discord.changeMember(GUILD, ALICE.id, { nick: null });
+    await until(() => outbox.live.length === 1);
+    expect(outbox.live[0]).toMatchObject({ userId: ALICE.id, nickname: null });
 
+    const connection = discord.identifies[0];
     await service!.onModuleDestroy();
-    expect(gateway.destroyed).toBe(true);
-    expect(gateway.client.token).toBeNull();
+    await until(() => connection.closeCode !== undefined);
+    expect(connection.closeCode).toBe(1000);
+    expect(client.token).toBeNull();
     expect(service!.activeClient).toBeUndefined();
+    expect(outbox.stopped).toBe(true);
     expect(logs.at(-1)).toBe('Discord detector: disconnected from the gateway');
     expect(errors).toEqual([]);
   });
 
   it('logs a refusal for disallowed intents once, with the fix, and does not retry soon', async () => {
-    start({ guilds: [], refuse: 'intents' });
-    const gateway = await factory.gateway(0);
+    await start({ guilds: [] }, {}, (fake) => (fake.refuse = 'intents'));
     await until(() => errors.length === 1);
     await pause(200);
     expect(errors).toEqual([
-      `Discord detector: Discord refused the login: the bot may not use the Server Members intent; ${INTENT_HELP}; trying again in 900000 ms`,
+      `Discord detector: Discord closed the gateway: the bot may not use the Server Members intent; ${INTENT_HELP}; trying again in 900000 ms`,
     ]);
-    expect(warnings).toEqual(['Discord shard 0: Used disallowed intents']);
-    expect(factory.gateways).toHaveLength(1);
-    expect(gateway.loginAttempts).toBe(1);
-    expect(gateway.destroyed).toBe(true);
+    expect(discord.connections).toHaveLength(1);
+    expect(discord.connections[0].closeCode).toBe(GatewayCloseCodes.DisallowedIntents);
     expect(service!.activeClient).toBeUndefined();
   });
 
   it('logs a refusal for an invalid token', async () => {
-    start({ guilds: [], refuse: 'token' });
+    await start({ guilds: [] }, {}, (fake) => (fake.refuse = 'token'));
     await until(() => errors.length === 1);
     await pause(100);
     expect(errors).toEqual([
       'Discord detector: Discord refused the login: DISCORD_TOKEN is not a valid bot token; trying again in 900000 ms',
     ]);
-    expect(factory.gateways).toHaveLength(1);
+    expect(discord.rest.map((r) => r.path)).toEqual(['/api/v10/gateway/bot']);
+    expect(discord.connections).toEqual([]);
   });
 
   it('tries a refused login again only after refusedRetryMs', async () => {
-    start({ guilds: [], refuse: 'token' }, { refusedRetryMs: 300 });
-    await factory.gateway(0);
-    const first = Date.now();
-    await factory.gateway(1);
-    expect(Date.now() - first).toBeGreaterThanOrEqual(290);
-    await pause(100);
-    expect(factory.gateways).toHaveLength(2);
+    await start({ guilds: [] }, { refusedRetryMs: 300 }, (fake) => (fake.refuse = 'token'));
+    await until(() => discord.rest.length === 2);
+    const [first, second] = discord.rest;
+    expect(second.at - first.at).toBeGreaterThanOrEqual(290);
   });
 
   it('backs off, doubling, while Discord cannot be reached', async () => {
-    start({ guilds: [], refuse: 'unreachable' }, { loginRetryMs: 50, loginRetryMaxMs: 150 });
-    await until(() => errors.length === 4, 2_000);
+    await start({ guilds: [] }, { apiUrl: UNREACHABLE, loginRetryMs: 50, loginRetryMaxMs: 150 });
+    await until(() => errors.length === 4, 5_000);
     expect(errors).toEqual(
-      [50, 100, 150, 150].map(
-        (ms) =>
-          `Discord detector: Discord login failed: getaddrinfo ENOTFOUND discord.com; trying again in ${ms} ms`,
+      [50, 100, 150, 150].map((ms) =>
+        expect.stringMatching(
+          new RegExp(
+            `^Discord detector: Discord login failed: .*ECONNREFUSED.*; trying again in ${ms} ms$`,
+          ),
+        ),
       ),
     );
   });
 
   it('stops, logs and reconnects later when the gateway closes the connection for good', async () => {
-    start({ guilds: [{ id: GUILD, members: [apiMember(ALICE)] }] }, { refusedRetryMs: 200 });
-    const gateway = await factory.gateway(0);
-    await gateway.ready;
-    gateway.close(GatewayCloseCodes.DisallowedIntents);
+    await start({ guilds: [{ id: GUILD, members: [apiMember(ALICE)] }] }, { refusedRetryMs: 200 });
+    await until(() => service!.activeClient?.isReady() === true);
+    discord.disconnect(0, GatewayCloseCodes.AuthenticationFailed);
     await until(() => errors.length === 1);
     expect(errors).toEqual([
-      `Discord detector: Discord closed the gateway: the bot may not use the Server Members intent; ${INTENT_HELP}; trying again in 200 ms`,
+      'Discord detector: Discord closed the gateway: DISCORD_TOKEN is not a valid bot token; trying again in 200 ms',
     ]);
-    expect(gateway.destroyed).toBe(true);
     expect(service!.activeClient).toBeUndefined();
-    const next = await factory.gateway(1);
-    await next.ready;
-    expect(service!.activeClient).toBe(next.client);
+    await until(() => discord.identifies.length === 2);
+    await until(() => service!.activeClient?.isReady() === true);
   });
 });

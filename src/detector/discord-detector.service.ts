@@ -10,7 +10,7 @@ import { DetectorLease } from './detector-lease.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { DiscordClientFactory } from './discord-client.factory.js';
-import { MemberCacheWarmer } from './member-cache-warmer.js';
+import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
 
 /** Past it, shutdown stops waiting for the gateway connection to close politely. */
@@ -45,7 +45,7 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
     private readonly lease: DetectorLease,
     private readonly clients: DiscordClientFactory,
     private readonly detector: NameChangeDetector,
-    private readonly warmer: MemberCacheWarmer,
+    private readonly requester: MemberListRequester,
     private readonly outbox: DetectorOutbox,
   ) {}
 
@@ -80,7 +80,7 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
     this.client = client;
     this.unwatch = [
       this.detector.watch(client),
-      this.warmer.watch(client),
+      this.requester.watch(client),
       this.watchConnection(client),
     ];
     this.logger.log('Discord detector: logging in to the gateway');

@@ -1,89 +1,142 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import {
   Events,
+  GatewayDispatchEvents,
   type Client,
-  type GuildMember,
-  type PartialGuildMember,
-  type PartialUser,
-  type User,
+  type GatewayDispatchPayload,
+  type GatewayGuildCreateDispatchData,
+  type GatewayGuildMemberAddDispatchData,
+  type GatewayGuildMembersChunkDispatchData,
+  type GatewayGuildMemberUpdateDispatchData,
+  type GatewayReadyDispatchData,
 } from 'discord.js';
 import { Clock } from './clock.js';
 import { DetectorOutbox } from './detector-outbox.js';
-import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
-import { memberNameChanges, userNameChanges, type DetectedChange } from './name-change-rules.js';
-
-/** What the history can store (the contract's `name`): 1-256 code points, no NUL, well-formed. */
-const MAX_NAME_LENGTH = 256;
+import { observeMember, type MemberObservation } from './member-observation.js';
+import { ReconciliationRun } from './reconciliation-run.js';
 
 /**
- * Turns a client's `userUpdate` and `guildMemberUpdate` events into name changes for the
- * outbox, stamped with the time of detection. A change seen again within the duplicate
- * window (the same transition through another shard's or guild's packet) is emitted once.
+ * Reads what the gateway says about members, straight from its dispatches (discord.js's
+ * public `raw` event), into observations for the outbox, stamped with the time they arrived:
+ * - live updates: GUILD_MEMBER_UPDATE (a member's nickname, and the user's names: Discord
+ *   sends username and global-name changes of other users this way) and GUILD_MEMBER_ADD;
+ * - full views: the members of GUILD_CREATE (after READY, on a new session, when a server
+ *   comes back from an outage or the bot joins it) and of GUILD_MEMBERS_CHUNK (the rest of
+ *   a large server's members, which MemberListRequester asks for).
+ * Dispatches replayed after a RESUME come through the same way. Every observation is
+ * compared with the last known names, not with discord.js's cache, so nothing depends on
+ * what the cache held (discord.js emits no member update while a shard is resuming, nor for
+ * an uncached member) and a change made while nobody watched is found at the next full view.
+ * The bot's own user is left out.
  */
 @Injectable()
 export class NameChangeDetector {
   private readonly logger = new Logger('DiscordDetector');
-  /** Transition key → when it may be emitted again (ms since the epoch). */
-  private readonly recent = new Map<string, number>();
 
   constructor(
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
-    @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
   ) {}
 
-  /** Starts watching `client`; returns the function that stops. */
+  /** Starts watching `client`'s dispatches; returns the function that stops. */
   watch(client: Client): () => void {
-    const onUserUpdate = (oldUser: User | PartialUser, newUser: User) =>
-      this.guarded(() => userNameChanges(client.user?.id, oldUser, newUser));
-    const onMemberUpdate = (oldMember: GuildMember | PartialGuildMember, newMember: GuildMember) =>
-      this.guarded(() => memberNameChanges(client.user?.id, oldMember, newMember));
-    client.on(Events.UserUpdate, onUserUpdate);
-    client.on(Events.GuildMemberUpdate, onMemberUpdate);
-    return () => {
-      client.off(Events.UserUpdate, onUserUpdate);
-      client.off(Events.GuildMemberUpdate, onMemberUpdate);
-    };
+    const watcher = new DispatchWatcher(client, this.clock, this.outbox, this.logger);
+    const onRaw = (packet: GatewayDispatchPayload) => watcher.handle(packet);
+    client.on(Events.Raw, onRaw);
+    return () => client.off(Events.Raw, onRaw);
   }
+}
 
-  /** Runs inside discord.js's packet handler: nothing may escape into the gateway client. */
-  private guarded(detect: () => DetectedChange[]): void {
+class DispatchWatcher {
+  private botUserId?: string;
+  /** Each server's current full view. */
+  private readonly runs = new Map<string, ReconciliationRun>();
+  /** Chunk indexes received per member request (by nonce), until all have arrived. */
+  private readonly chunksSeen = new Map<string, Set<number>>();
+
+  constructor(
+    private readonly client: Client,
+    private readonly clock: Clock,
+    private readonly outbox: DetectorOutbox,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Runs inside discord.js's packet handling: nothing may escape into the gateway client. */
+  handle(packet: GatewayDispatchPayload): void {
     try {
-      for (const change of detect()) this.emit(change);
+      switch (packet.t) {
+        case GatewayDispatchEvents.Ready:
+          this.botUserId = (packet.d as GatewayReadyDispatchData).user.id;
+          break;
+        case GatewayDispatchEvents.GuildCreate:
+          this.guildCreate(packet.d as GatewayGuildCreateDispatchData);
+          break;
+        case GatewayDispatchEvents.GuildMembersChunk:
+          this.membersChunk(packet.d as GatewayGuildMembersChunkDispatchData);
+          break;
+        case GatewayDispatchEvents.GuildMemberUpdate:
+        case GatewayDispatchEvents.GuildMemberAdd: {
+          const d = packet.d as
+            GatewayGuildMemberUpdateDispatchData | GatewayGuildMemberAddDispatchData;
+          this.outbox.observeLive(this.observe(d.guild_id, [d]));
+          break;
+        }
+        default:
+          break;
+      }
     } catch (error) {
       this.logger.error(`Name change detection failed: ${(error as Error).stack ?? String(error)}`);
     }
   }
 
-  private emit({ key, ...change }: DetectedChange): void {
-    const now = this.clock.now();
-    const at = now.getTime();
-    if ((this.recent.get(key) ?? 0) > at) return;
-    this.forgetExpired(at);
-    this.recent.set(key, at + this.settings.duplicateWindowMs);
-    if (!isRecordable(change.name)) {
-      this.logger.warn(
-        `Ignored a ${change.type} change of user ${change.userId}: the old name cannot be stored`,
-      );
+  private guildCreate(d: GatewayGuildCreateDispatchData): void {
+    if ((d as { unavailable?: boolean }).unavailable) return;
+    const members = d.members ?? [];
+    const expectingMore = members.length < d.member_count;
+    const run = this.newRun(d.id, expectingMore);
+    this.outbox.observeFullView(this.observe(d.id, members), run);
+    if (!expectingMore) run.complete();
+  }
+
+  private membersChunk(d: GatewayGuildMembersChunkDispatchData): void {
+    const run = this.runs.get(d.guild_id) ?? this.newRun(d.guild_id, true);
+    this.outbox.observeFullView(this.observe(d.guild_id, d.members), run);
+    const request = d.nonce ?? d.guild_id;
+    const seen = this.chunksSeen.get(request) ?? new Set<number>();
+    seen.add(d.chunk_index);
+    if (seen.size < d.chunk_count) {
+      this.chunksSeen.set(request, seen);
       return;
     }
-    this.outbox.enqueue({ ...change, changedAt: now });
+    this.chunksSeen.delete(request);
+    run.complete();
   }
 
-  /** Keys are kept in the order they expire (one window for all), so this stops early. */
-  private forgetExpired(at: number): void {
-    for (const [key, until] of this.recent) {
-      if (until > at) return;
-      this.recent.delete(key);
+  private newRun(guildId: string, expectingMore: boolean): ReconciliationRun {
+    const run = new ReconciliationRun(guildId, performance.now(), expectingMore, (done) => {
+      if (this.runs.get(guildId) === done) this.runs.delete(guildId);
+      this.logger.log(
+        `Reconciled server ${guildId}: compared ${done.members} member(s) with their last ` +
+          `known names in ${Math.round(performance.now() - done.startedAt)} ms; ` +
+          `${done.changes} change(s) recorded`,
+      );
+    });
+    this.runs.set(guildId, run);
+    return run;
+  }
+
+  private observe(
+    guildId: string,
+    members: readonly Parameters<typeof observeMember>[1][],
+  ): MemberObservation[] {
+    const at = this.clock.now();
+    const bot = this.botUserId ?? this.client.user?.id;
+    const observations: MemberObservation[] = [];
+    for (const member of members) {
+      const observation = observeMember(guildId, member, at);
+      if (observation && observation.userId !== bot) observations.push(observation);
     }
+    return observations;
   }
-}
-
-function isRecordable(name: string): boolean {
-  if (name.length === 0 || !name.isWellFormed() || name.includes('\u0000')) return false;
-  let count = 0;
-  for (const _ of name) {
-    if (++count > MAX_NAME_LENGTH) return false;
-  }
-  return true;
 }

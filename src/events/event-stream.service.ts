@@ -8,7 +8,8 @@ import {
 } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { Request } from 'express';
-import { EMPTY, interval, map, Observable, share, type Subscription } from 'rxjs';
+import { EMPTY, Observable, of } from 'rxjs';
+import { requestIdOf } from '../common/logger.js';
 import type { AppConfig } from '../config/configuration.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventsService, type OpenedStream } from '../name-events/name-events.service.js';
@@ -44,7 +45,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private readonly frames = new WeakMap<StoredNameEvent, Frame>();
   private readonly sse: AppConfig['sse'];
   /** One timer per instance, running while anyone listens. */
-  private readonly keepAlive$: Observable<Frame>;
+  private keepAliveTimer?: NodeJS.Timeout;
   /** Streams being set up: they count against the cap already. */
   private opening = 0;
   private closing = false;
@@ -55,10 +56,6 @@ export class EventStreamService implements BeforeApplicationShutdown {
     config: ConfigService<AppConfig, true>,
   ) {
     this.sse = config.get('sse', { infer: true });
-    this.keepAlive$ = interval(this.sse.keepAliveMs).pipe(
-      map(() => KEEP_ALIVE),
-      share(),
-    );
     metrics.onCollect(() => metrics.listeners.set(this.listeners.size));
   }
 
@@ -77,7 +74,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     options: ListenOptions,
     signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    if (this.closing) throw new ServiceUnavailableException('The service is shutting down');
+    if (this.closing) return this.handedOver(options);
     if (this.listenerCount >= this.sse.maxListeners) {
       throw new ServiceUnavailableException('Too many listeners on this instance');
     }
@@ -110,7 +107,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     signal.addEventListener('abort', abandon, { once: true });
     if (this.closing) {
       abandon();
-      throw new ServiceUnavailableException('The service is shutting down');
+      return this.handedOver(options);
     }
     // The id the client keeps: where its stream starts, or where it resumes from. Never
     // unset, or Nest would number the message itself; '' where the start is unknown, which is
@@ -119,28 +116,33 @@ export class EventStreamService implements BeforeApplicationShutdown {
     return new Observable<MessageEvent>((subscriber) => {
       unreserve();
       const listener = new SseListener(subscriber, req.socket, options.userId, startId);
-      this.listeners.add(listener);
+      this.add(listener);
+      const stream = {
+        id: requestIdOf(req),
+        remoteAddress: req.ip,
+        userId: options.userId ?? null,
+      };
       this.logger.log(
-        `Stream opened for ${req.ip} (${describe(options)}, ${opened.replayed} replayed)`,
+        {
+          stream: { ...stream, lastEventId: options.lastEventId?.toString() ?? null, startId },
+        },
+        'stream opened',
       );
       listener.send({ message: { id: startId, retry: this.sse.retryMs }, bytes: 0 });
       const bound = this.sse.bufferLimitBytes;
       const pace = () =>
         listener.queuedBytes >= bound / 2 ? listener.drainedBelow(bound / 2) : undefined;
-      const subscriptions: Subscription[] = [
-        opened.events(pace).subscribe({
-          next: (event) => listener.sendEvent(event.id, this.frameOf(event)),
-          error: (error: Error) => {
-            this.logger.warn(`Ending a stream: ${error.message}`);
-            listener.end('live delivery interrupted');
-          },
-        }),
-        this.keepAlive$.subscribe((frame) => listener.send(frame)),
-      ];
+      const events = opened.events(pace).subscribe({
+        next: (event) => listener.sendEvent(event.id, this.frameOf(event)),
+        error: (error: Error) => {
+          this.logger.warn(`Ending a stream: ${error.message}`);
+          listener.end('bus');
+        },
+      });
       return () => {
-        for (const subscription of subscriptions) subscription.unsubscribe();
-        this.listeners.delete(listener);
-        this.onClosed(listener, req);
+        events.unsubscribe();
+        this.remove(listener);
+        this.onClosed(listener, stream);
       };
     });
   }
@@ -159,9 +161,23 @@ export class EventStreamService implements BeforeApplicationShutdown {
     for (let wave = 0; wave * perWave < listeners.length; wave++) {
       if (wave > 0) await delay(HANDOVER_WINDOW_MS / HANDOVER_WAVES);
       for (const listener of listeners.slice(wave * perWave, (wave + 1) * perWave)) {
-        listener.end('shutting down', HANDOVER_RETRY_MS);
+        listener.end('shutdown', HANDOVER_RETRY_MS);
       }
     }
+  }
+
+  private add(listener: SseListener): void {
+    this.listeners.add(listener);
+    this.keepAliveTimer ??= setInterval(() => {
+      for (const each of this.listeners) each.send(KEEP_ALIVE);
+    }, this.sse.keepAliveMs);
+  }
+
+  private remove(listener: SseListener): void {
+    this.listeners.delete(listener);
+    if (this.listeners.size > 0) return;
+    clearInterval(this.keepAliveTimer);
+    this.keepAliveTimer = undefined;
   }
 
   private frameOf(event: StoredNameEvent): Frame {
@@ -183,23 +199,35 @@ export class EventStreamService implements BeforeApplicationShutdown {
     return frame;
   }
 
-  private onClosed(listener: SseListener, req: Request): void {
+  private onClosed(listener: SseListener, stream: Record<string, unknown>): void {
     const reason: CloseReason = listener.closed(this.sse.bufferLimitBytes);
-    if (reason === 'stopped reading') {
+    if (reason === 'slow') {
       this.metrics.slowListenersCut.inc();
       this.logger.warn(
         `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent)`,
       );
     }
     this.logger.log(
-      `Stream closed for ${req.ip} after ${Date.now() - listener.openedAt} ms: ${reason}`,
+      {
+        stream: {
+          ...stream,
+          durationMs: Date.now() - listener.openedAt,
+          events: listener.events,
+          reason,
+        },
+      },
+      'stream closed',
     );
   }
-}
 
-function describe({ userId, lastEventId }: ListenOptions): string {
-  const filter = userId === undefined ? 'all users' : `user ${JSON.stringify(userId)}`;
-  return lastEventId === undefined ? filter : `${filter}, resuming after ${lastEventId}`;
+  /**
+   * A listener that reaches this instance while it stops (on a connection opened before):
+   * told to come back at once, to another instance, keeping its place. An EventSource gives up
+   * for good on an error status, so this is a stream too, not a 503.
+   */
+  private handedOver({ lastEventId }: ListenOptions): Observable<MessageEvent> {
+    return of({ id: lastEventId?.toString() ?? '', retry: HANDOVER_RETRY_MS });
+  }
 }
 
 function delay(ms: number): Promise<void> {

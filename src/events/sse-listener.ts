@@ -8,9 +8,11 @@ export interface Frame {
   readonly bytes: number;
 }
 
-/** Why a stream ended: the close log line says it, and the metrics count the cuts. */
-export type CloseReason =
-  'client left' | 'stopped reading' | 'shutting down' | 'live delivery interrupted';
+/**
+ * Why a stream ended, as its close log line says it: the client left, it stopped reading (cut,
+ * and counted), the instance is stopping, or live delivery from Redis broke.
+ */
+export type CloseReason = 'client' | 'slow' | 'shutdown' | 'bus';
 
 /**
  * One connected listener: where its messages go (Nest's SSE pipeline, through `subscriber`),
@@ -24,6 +26,8 @@ export type CloseReason =
  */
 export class SseListener {
   readonly openedAt = Date.now();
+  /** Events sent (replayed and live). */
+  events = 0;
   private given = 0;
   private readonly writtenAtStart: number;
   private ended?: CloseReason;
@@ -55,6 +59,7 @@ export class SseListener {
 
   sendEvent(id: string, frame: Frame): void {
     this.lastId = id;
+    this.events++;
     this.send(frame);
   }
 
@@ -103,7 +108,7 @@ export class SseListener {
    * reading (more than `bound` queued), or the client left.
    */
   closed(bound: number): CloseReason {
-    this.ended ??= this.queuedBytes > bound ? 'stopped reading' : 'client left';
+    this.ended ??= this.queuedBytes > bound ? 'slow' : 'client';
     return this.ended;
   }
 }

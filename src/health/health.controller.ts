@@ -1,10 +1,11 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { HealthCheckService } from '@nestjs/terminus';
+import { type HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { BusHealthIndicator } from '../bus/bus.health.js';
 import { DatabaseHealthIndicator } from '../database/database.health.js';
 import { HealthResponseDto } from './health.dto.js';
+import { HttpDrainService } from './http-drain.service.js';
 
 @ApiTags('health')
 @Controller('health')
@@ -13,6 +14,7 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly database: DatabaseHealthIndicator,
     private readonly bus: BusHealthIndicator,
+    private readonly drain: HttpDrainService,
   ) {}
 
   @Get('live')
@@ -27,15 +29,19 @@ export class HealthController {
   @ApiOkResponse({ type: HealthResponseDto, description: 'Ready: every dependency answers.' })
   @ApiErrorResponses(503)
   async getReadiness(): Promise<HealthResponseDto> {
-    try {
-      const result = await this.health.check([
-        () => this.database.check(),
-        ...(this.bus.enabled ? [() => this.bus.check()] : []),
-      ]);
-      return { status: result.status, details: result.details };
-    } catch (error) {
-      throw new ServiceUnavailableException(`Not ready: ${downComponents(error)} unavailable`);
+    let result: HealthCheckResult | undefined;
+    let failure: unknown;
+    if (!this.drain.isDraining) {
+      result = await this.health
+        .check([() => this.database.check(), ...(this.bus.enabled ? [() => this.bus.check()] : [])])
+        .catch((error: unknown) => ((failure = error), undefined));
     }
+    // Asked again once the checks are done: a probe in flight when SIGTERM came says so too.
+    if (this.drain.isDraining) throw new ServiceUnavailableException('Not ready: shutting down');
+    if (!result) {
+      throw new ServiceUnavailableException(`Not ready: ${downComponents(failure)} unavailable`);
+    }
+    return { status: result.status, details: result.details };
   }
 }
 

@@ -3,10 +3,16 @@ import { TerminusModule } from '@nestjs/terminus';
 import { BusModule } from '../bus/bus.module.js';
 import { DatabaseModule } from '../database/database.module.js';
 import { HealthController } from './health.controller.js';
+import { HttpDrainService } from './http-drain.service.js';
 
-/** Liveness and readiness probes for orchestrators and load balancers. */
+/**
+ * Liveness and readiness probes for orchestrators and load balancers, and the HTTP drain
+ * that takes the instance out of service on SIGTERM (readiness then answers 503).
+ */
 @Module({
   imports: [TerminusModule.forRoot({ logger: false }), DatabaseModule, BusModule],
   controllers: [HealthController],
+  providers: [HttpDrainService],
+  exports: [HttpDrainService],
 })
 export class HealthModule {}

@@ -36,6 +36,33 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly eventsRefused = new Counter({
+    name: 'name_history_events_refused_total',
+    help: 'Events this instance refused to store (the user opted out)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsErased = new Counter({
+    name: 'name_history_events_erased_total',
+    help: "Stored events this instance deleted on request (a user's erasure or opt-out)",
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly retentionDeleted = new Counter({
+    name: 'name_history_retention_deleted_total',
+    help: 'Stored events this instance deleted as older than RETENTION_DAYS',
+    registers: [this.registry],
+  });
+
+  readonly retentionRuns = new Counter({
+    name: 'name_history_retention_runs_total',
+    help: 'Retention runs due on this instance: completed, skipped (another instance runs it) or failed',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly eventsReplayed = new Counter({
     name: 'name_history_events_replayed_total',
     help: 'Stored events sent to reconnecting listeners (Last-Event-ID replay)',
@@ -66,6 +93,13 @@ export class MetricsService {
     name: 'name_history_dependency_up',
     help: '1 when the dependency answers, 0 when not',
     labelNames: ['dependency'] as const,
+    registers: [this.registry],
+  });
+
+  readonly detectorBacklog = new Gauge({
+    name: 'name_history_detector_backlog',
+    help: 'Discord gateway observations waiting to be compared with the last known names: live updates, and members of servers being reconciled',
+    labelNames: ['queue'] as const,
     registers: [this.registry],
   });
 

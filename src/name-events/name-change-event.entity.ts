@@ -16,6 +16,7 @@ import type { NameType } from './name-event.types.js';
 @Entity({ name: 'name_change_events' })
 @Unique('name_change_events_identity_key', ['userId', 'type', 'name', 'changedAt'])
 @Index('name_change_events_user_history_idx', ['userId', 'changedAt', 'id'])
+@Index('name_change_events_changed_at_idx', ['changedAt'])
 @Check('name_change_events_type_check', `"type" IN ('username', 'displayname')`)
 export class NameChangeEvent {
   /** Monotonic; also the SSE event id. pg returns int8 as a string, which is what we send. */

@@ -6,6 +6,7 @@ import {
   StorageUnavailableError,
   type NameEntry,
   type NewNameEvent,
+  type SqlSession,
   type StoredNameEvent,
 } from './name-event.types.js';
 
@@ -13,7 +14,13 @@ import {
  * The key of the Postgres advisory lock every publish holds from its insert until the broker
  * has acknowledged it: any fixed number, the same in every instance ("pgpublsh" in ASCII).
  */
-const PUBLISH_LOCK_KEY = '8099296189474205800';
+export const PUBLISH_LOCK_KEY = '8099296189474205800';
+
+/**
+ * The advisory lock under which the detector compares with its known names ("pgdetect" in
+ * ASCII): one comparison at a time, on every instance. Always taken before the publish lock.
+ */
+const DETECT_LOCK_KEY = '8099552841756402548';
 
 // Postgres formats the timestamp itself, in the contract's form, so rows need no Date round trip.
 const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -34,6 +41,12 @@ export interface HistoryWindow {
 
 /** A database session held for a sequence of statements (the publish lock's). */
 export type Session = ClientBase;
+
+/** A stored event, and whether this call stored it (false: the same four fields already were). */
+export interface StoredOutcome {
+  event: StoredNameEvent;
+  created: boolean;
+}
 
 /**
  * Every query on the name_change_events table, named for what it is for. Statements run on a
@@ -77,24 +90,81 @@ export class NameChangeEventRepository {
    * Runs `work` on one session while it holds the publish lock. A session that may still hold
    * the lock (the unlock failed) is closed rather than returned to the pool.
    */
-  async underPublishLock<T>(work: (session: Session) => Promise<T>): Promise<T> {
-    const runner = this.dataSource.createQueryRunner();
-    const session = await storage(() => runner.connect() as Promise<ClientBase>);
-    let unlocked = false;
-    try {
+  underPublishLock<T>(work: (session: Session) => Promise<T>): Promise<T> {
+    return this.withSession(async (session, discard) => {
       await storage(() => session.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]));
       try {
         return await work(session);
       } finally {
-        unlocked = await session.query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY]).then(
-          () => true,
-          () => false,
-        );
+        await this.unlockPublish(session, discard);
       }
-    } finally {
-      if (!unlocked) await (session as ClientBase & { end(): Promise<void> }).end().catch(() => {});
-      await runner.release();
-    }
+    });
+  }
+
+  /**
+   * Runs `work` in one transaction that holds both locks, the detect lock first (the order the
+   * detector takes them in): for what removes a user's data, so that no publish and no
+   * comparison of the detector is under way meanwhile, and each is wholly before or after it.
+   */
+  underAllLocks<T>(work: (session: Session) => Promise<T>): Promise<T> {
+    return this.withSession(async (session, discard) => {
+      let locked = false;
+      await storage(() => session.query('BEGIN'));
+      try {
+        await storage(() => session.query('SELECT pg_advisory_xact_lock($1)', [DETECT_LOCK_KEY]));
+        await storage(() => session.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]));
+        locked = true;
+        const result = await work(session);
+        await storage(() => session.query('COMMIT'));
+        return result;
+      } catch (error) {
+        await session.query('ROLLBACK').catch(discard);
+        throw error;
+      } finally {
+        if (locked) await this.unlockPublish(session, discard);
+      }
+    });
+  }
+
+  /**
+   * In one transaction under the detect lock: `detect` reads and writes on the session and
+   * returns the changes it found; only when there are some is the publish lock taken (after
+   * the detect lock, never before: a POST holds only the publish lock) and they are stored.
+   * After the commit, `broadcast` runs on the stored events, the publish lock still held, so
+   * they go out in id order like any publish. Resolves with `broadcast`'s result, or undefined
+   * when nothing was found; a failure before the commit rolls everything back.
+   */
+  storeDetected<T>(
+    detect: (session: SqlSession) => Promise<NewNameEvent[]>,
+    broadcast: (stored: StoredOutcome[]) => Promise<T>,
+  ): Promise<T | undefined> {
+    return this.withSession(async (session, discard) => {
+      const sql: SqlSession = {
+        query: async <R>(text: string, parameters: unknown[]) =>
+          (await storage(() => session.query(text, parameters))).rows as R[],
+      };
+      let locked = false;
+      try {
+        let stored: StoredOutcome[] = [];
+        await storage(() => session.query('BEGIN'));
+        try {
+          await storage(() => session.query('SELECT pg_advisory_xact_lock($1)', [DETECT_LOCK_KEY]));
+          const changes = await detect(sql);
+          if (changes.length > 0) {
+            locked = true;
+            await storage(() => session.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]));
+            stored = await this.insertOrFindMany(changes, session);
+          }
+          await storage(() => session.query('COMMIT'));
+        } catch (error) {
+          await session.query('ROLLBACK').catch(discard);
+          throw error;
+        }
+        return stored.length === 0 ? undefined : await broadcast(stored);
+      } finally {
+        if (locked) await this.unlockPublish(session, discard);
+      }
+    });
   }
 
   /**
@@ -105,7 +175,7 @@ export class NameChangeEventRepository {
   async insertOrFindMany(
     events: readonly NewNameEvent[],
     session: Session,
-  ): Promise<{ event: StoredNameEvent; created: boolean }[]> {
+  ): Promise<StoredOutcome[]> {
     const columns = [
       events.map((e) => e.userId),
       events.map((e) => e.type),
@@ -192,6 +262,35 @@ export class NameChangeEventRepository {
     return rows.reverse();
   }
 
+  /**
+   * Runs `work` on a pooled session of its own. `discard()` marks the session as unfit for
+   * reuse (it may still hold a lock, or be mid-transaction): it is closed, not pooled again.
+   */
+  private async withSession<T>(
+    work: (session: Session, discard: () => void) => Promise<T>,
+  ): Promise<T> {
+    const runner = this.dataSource.createQueryRunner();
+    let fit = true;
+    try {
+      const session = await storage(() => runner.connect() as Promise<Session>);
+      try {
+        return await work(session, () => (fit = false));
+      } catch (error) {
+        // A statement that failed may yet run on the server (a lock granted after a timeout).
+        if (error instanceof StorageUnavailableError) fit = false;
+        throw error;
+      } finally {
+        if (!fit) await (session as Session & { end(): Promise<void> }).end().catch(() => {});
+      }
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private async unlockPublish(session: Session, discard: () => void): Promise<void> {
+    await session.query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY]).catch(discard);
+  }
+
   /** One statement on a pooled connection. */
   private async run<T extends QueryResultRow>(query: QueryConfig): Promise<T[]> {
     const runner = this.dataSource.createQueryRunner();
@@ -205,7 +304,7 @@ export class NameChangeEventRepository {
 }
 
 /** Runs a statement; any failure of it means the database is unavailable. */
-async function storage<T>(statement: () => Promise<T>): Promise<T> {
+export async function storage<T>(statement: () => Promise<T>): Promise<T> {
   try {
     return await statement();
   } catch (error) {

@@ -23,6 +23,7 @@ export interface StreamStart {
 export class NameEventStream {
   private held: StoredNameEvent[] | undefined = [];
   private failure?: Error;
+  private closed = false;
   private subscriber?: Subscriber<StoredNameEvent>;
   private readonly upstream;
   private replayed?: { first: bigint; last: bigint };
@@ -53,8 +54,13 @@ export class NameEventStream {
         ? { first: BigInt(backlog[0].id), last: BigInt(backlog.at(-1)!.id) }
         : undefined;
     this.lastSentId = this.replayed?.last ?? lastEventId;
+    // Held by the Observable only until it is subscribed: a stream lives for hours, its
+    // backlog (up to SSE_REPLAY_LIMIT events) must not.
+    let pending: StoredNameEvent[] | undefined = backlog;
     return new Observable<StoredNameEvent>((subscriber) => {
-      void this.replay(backlog, pace, subscriber);
+      const replay = pending ?? [];
+      pending = undefined;
+      void this.replay(replay, pace, subscriber);
       return () => this.close();
     });
   }
@@ -88,8 +94,10 @@ export class NameEventStream {
     return this.failure !== undefined;
   }
 
-  /** Ends it without subscribing (setup failed, or the client left during setup). */
+  /** Ends it, subscribed or not (setup failed, or the client left during setup). Idempotent. */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     this.subscriber = undefined;
     this.held = undefined;
     this.upstream.unsubscribe();
@@ -102,8 +110,10 @@ export class NameEventStream {
       this.held.push(event);
       return;
     }
-    const id = BigInt(event.id);
-    if (this.replayed && id >= this.replayed.first && id <= this.replayed.last) return;
+    if (this.replayed) {
+      const id = BigInt(event.id);
+      if (id >= this.replayed.first && id <= this.replayed.last) return;
+    }
     this.subscriber?.next(event);
   }
 

@@ -32,7 +32,24 @@ export interface PublishOutcome {
   receivers: number;
 }
 
+/**
+ * A database session, for statements that must run in the caller's transaction (the
+ * detector's known names, written with the events they produce).
+ */
+export interface SqlSession {
+  query<T>(sql: string, parameters: unknown[]): Promise<T[]>;
+}
+
 /** The database could not be reached, or failed a statement it should not have. */
 export class StorageUnavailableError extends Error {
   override readonly name = 'StorageUnavailableError';
+}
+
+/** A publish for a user who has opted out: nothing was stored or broadcast. */
+export class UserOptedOutError extends Error {
+  override readonly name = 'UserOptedOutError';
+
+  constructor(readonly userId: string) {
+    super('The user has opted out of name recording');
+  }
 }

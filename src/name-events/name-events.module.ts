@@ -1,16 +1,24 @@
 import { Module } from '@nestjs/common';
 import { BusModule } from '../bus/bus.module.js';
+import { KnownNamesRepository } from './known-names.repository.js';
 import { NameChangeEventRepository } from './name-change-event.repository.js';
 import { NameEventsService } from './name-events.service.js';
+import { PrivacyRepository } from './privacy.repository.js';
 
 /**
- * The name-event domain: the stored events (entity, repository with named queries) and the
- * ordering protocol every feature goes through (NameEventsService). Its types are in
- * `name-event.types.ts`.
+ * The name-event domain: the stored events (entity, repository with named queries), the
+ * detector's last known names, the ordering protocol every feature goes through
+ * (NameEventsService), which refuses users who opted out, and erasure, opt-outs and
+ * retention (PrivacyRepository). Its types are in `name-event.types.ts`.
  */
 @Module({
   imports: [BusModule],
-  providers: [NameChangeEventRepository, NameEventsService],
-  exports: [NameChangeEventRepository, NameEventsService],
+  providers: [
+    NameChangeEventRepository,
+    KnownNamesRepository,
+    PrivacyRepository,
+    NameEventsService,
+  ],
+  exports: [NameChangeEventRepository, KnownNamesRepository, PrivacyRepository, NameEventsService],
 })
 export class NameEventsModule {}

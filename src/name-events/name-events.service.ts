@@ -5,7 +5,14 @@ import { withTimeout } from '../common/with-timeout.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameChangeEventRepository } from './name-change-event.repository.js';
 import { NameEventStream } from './name-event-stream.js';
-import type { NewNameEvent, PublishOutcome, StoredNameEvent } from './name-event.types.js';
+import {
+  UserOptedOutError,
+  type NewNameEvent,
+  type PublishOutcome,
+  type SqlSession,
+  type StoredNameEvent,
+} from './name-event.types.js';
+import { PrivacyRepository } from './privacy.repository.js';
 
 /** Publishes that wait while a batch is out go out together, up to this many. */
 const MAX_BATCH = 200;
@@ -59,13 +66,15 @@ export class NameEventsService {
 
   constructor(
     private readonly events: NameChangeEventRepository,
+    private readonly privacy: PrivacyRepository,
     private readonly bus: NameEventBus,
     private readonly metrics: MetricsService,
   ) {}
 
   /**
-   * Rejects with StorageUnavailableError (nothing stored, nothing sent) or
-   * BusUnavailableError (stored, not sent: a retry sends it with the same id).
+   * Rejects with StorageUnavailableError (nothing stored, nothing sent),
+   * BusUnavailableError (stored, not sent: a retry sends it with the same id), or
+   * UserOptedOutError (nothing stored, nothing sent).
    */
   publish(change: NewNameEvent): Promise<PublishOutcome> {
     const stopTimer = this.metrics.publishDuration.startTimer();
@@ -76,19 +85,58 @@ export class NameEventsService {
     return outcome.then(
       (result) => {
         stopTimer();
-        if (result.created) this.metrics.eventsStored.inc();
-        if (result.receivers > 0) this.metrics.eventsBroadcast.inc();
-        else this.metrics.eventsUndelivered.inc({ reason: 'no_listeners' });
+        this.count(result);
         return result;
       },
       (error: unknown) => {
         stopTimer();
         if (error instanceof BusUnavailableError) {
           this.metrics.eventsUndelivered.inc({ reason: 'bus_unavailable' });
+        } else if (error instanceof UserOptedOutError) {
+          this.metrics.eventsRefused.inc({ reason: 'opted_out' });
         }
         throw error;
       },
     );
+  }
+
+  /**
+   * The detector's way in: publishes what `detect` finds, with what it writes, atomically.
+   * `detect` runs on the storing session inside a transaction that holds the detect lock (one
+   * comparison at a time across instances: a lease takeover may overlap two detectors); it
+   * reads and moves forward the state it compares with and returns the changes it found. Only
+   * when there are some is the publish lock taken, as a POST does; they are stored in the same
+   * transaction, then broadcast in id order, still under the lock. A change and the state it
+   * moves forward commit together or not at all, and a comparison that finds nothing never
+   * holds up a POST. Resolves with one outcome per change, in order. Rejects with
+   * StorageUnavailableError (rolled back), BusUnavailableError (committed, not sent:
+   * publishing the same changes again sends them with their ids), or what `detect` threw.
+   */
+  async publishDetected(
+    detect: (session: SqlSession) => Promise<NewNameEvent[]>,
+  ): Promise<PublishOutcome[]> {
+    const startedAt = Date.now();
+    const stopTimer = this.metrics.publishDuration.startTimer();
+    let undelivered = 0;
+    try {
+      const outcomes =
+        (await this.events.storeDetected(detect, async (stored) => {
+          undelivered = stored.length;
+          const receivers = await this.bus.publish(
+            stored.map((s) => s.event),
+            startedAt,
+          );
+          return stored.map((s, i) => ({ ...s, receivers: receivers[i] }));
+        })) ?? [];
+      stopTimer();
+      for (const outcome of outcomes) this.count(outcome);
+      return outcomes;
+    } catch (error) {
+      if (error instanceof BusUnavailableError) {
+        this.metrics.eventsUndelivered.inc({ reason: 'bus_unavailable' }, undelivered);
+      }
+      throw error;
+    }
   }
 
   /**
@@ -135,6 +183,12 @@ export class NameEventsService {
     }
   }
 
+  private count(outcome: PublishOutcome): void {
+    if (outcome.created) this.metrics.eventsStored.inc();
+    if (outcome.receivers > 0) this.metrics.eventsBroadcast.inc();
+    else this.metrics.eventsUndelivered.inc({ reason: 'no_listeners' });
+  }
+
   private async drain(): Promise<void> {
     this.draining = true;
     try {
@@ -142,7 +196,11 @@ export class NameEventsService {
         const batch = this.waiting.splice(0, MAX_BATCH);
         try {
           const outcomes = await this.storeAndBroadcast(batch);
-          batch.forEach((pending, i) => pending.resolve(outcomes[i]));
+          batch.forEach((pending, i) => {
+            const outcome = outcomes[i];
+            if (outcome instanceof UserOptedOutError) pending.reject(outcome);
+            else pending.resolve(outcome);
+          });
         } catch (error) {
           for (const pending of batch) pending.reject(error);
         }
@@ -152,18 +210,35 @@ export class NameEventsService {
     }
   }
 
-  /** One insert and one round of PUBLISH for the whole batch, under the publish lock. */
-  private storeAndBroadcast(batch: Pending[]): Promise<PublishOutcome[]> {
+  /**
+   * One insert and one round of PUBLISH for the whole batch, under the publish lock. Users
+   * who opted out are refused under the same lock: an opt-out is either wholly before the
+   * batch (refused) or wholly after it (erased).
+   */
+  private storeAndBroadcast(batch: Pending[]): Promise<(PublishOutcome | UserOptedOutError)[]> {
     return this.events.underPublishLock(async (session) => {
-      const stored = await this.events.insertOrFindMany(
-        batch.map((pending) => pending.change),
+      const optedOut = await this.privacy.findOptedOut(
+        batch.map((pending) => pending.change.userId),
         session,
       );
-      const receivers = await this.bus.publish(
-        stored.map((s) => s.event),
-        batch[0].startedAt,
+      const accepted = batch.filter((pending) => !optedOut.has(pending.change.userId));
+      const outcomes = new Map<Pending, PublishOutcome>();
+      if (accepted.length > 0) {
+        const stored = await this.events.insertOrFindMany(
+          accepted.map((pending) => pending.change),
+          session,
+        );
+        const receivers = await this.bus.publish(
+          stored.map((s) => s.event),
+          accepted[0].startedAt,
+        );
+        accepted.forEach((pending, i) =>
+          outcomes.set(pending, { ...stored[i], receivers: receivers[i] }),
+        );
+      }
+      return batch.map(
+        (pending) => outcomes.get(pending) ?? new UserOptedOutError(pending.change.userId),
       );
-      return stored.map((s, i) => ({ ...s, receivers: receivers[i] }));
     });
   }
 }

@@ -13,7 +13,12 @@ const DESCRIPTION = `Keeps the history of Discord users' previous usernames and 
 
 **Errors.** Every error, of any status, is \`{"message": string, "code": <status>}\` as JSON; the message names the field(s) at fault.
 
-**Authentication.** None by default. When the operator sets \`PUBLISH_TOKEN\`, publishing requires \`Authorization: Bearer <token>\`.`;
+**Authentication.** None by default. When the operator sets \`PUBLISH_TOKEN\`, publishing requires \`Authorization: Bearer <token>\`.
+
+**Privacy administration.** Off unless the operator sets \`ADMIN_TOKEN\`: then erasure and opt-out routes require \`Authorization: Bearer <ADMIN_TOKEN>\`; without it they answer 404 like unknown routes.`;
+
+/** The security scheme of the administration routes (ADMIN_TOKEN). */
+const ADMIN_SCHEME = 'admin';
 
 /** The OpenAPI document of the application. Operation ids are the handler names. */
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
@@ -24,8 +29,10 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setLicense('Proprietary', 'https://example.com/license')
     .addServer('/', 'This instance')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'PUBLISH_TOKEN, when set' })
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' }, ADMIN_SCHEME)
     .addTag('history', "Users' previous names")
     .addTag('events', 'Publishing and streaming name change events')
+    .addTag('privacy', 'Erasure and opt-out (administration, off unless ADMIN_TOKEN is set)')
     .addTag('health', 'Probes for orchestrators and load balancers')
     .addTag('operations', 'Metrics')
     .build();
@@ -37,15 +44,18 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
 }
 
 /**
- * Every operation says how it is authenticated: public ones with `security: []`; a bearer
- * requirement also allows none, since it applies only when the operator sets PUBLISH_TOKEN.
+ * Every operation says how it is authenticated: public ones with `security: []`; the publish
+ * bearer requirement also allows none, since it applies only when the operator sets
+ * PUBLISH_TOKEN. The administration's never does: without ADMIN_TOKEN its routes are off.
  */
 function withExplicitSecurity(document: OpenAPIObject): OpenAPIObject {
   for (const path of Object.values(document.paths)) {
     for (const method of ['get', 'post', 'put', 'patch', 'delete'] as const) {
       const operation = path[method];
       if (!operation) continue;
-      operation.security = operation.security?.length ? [...operation.security, {}] : [];
+      const security = operation.security ?? [];
+      const optional = security.length > 0 && !security.some((s) => ADMIN_SCHEME in s);
+      operation.security = optional ? [...security, {}] : security;
     }
   }
   return document;

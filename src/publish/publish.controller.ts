@@ -4,8 +4,13 @@ import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { parseZonedTimestamp } from '../common/timestamp.js';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
 import { StorageUnavailableError } from '../name-events/name-event.types.js';
+import { UserOptedOutError } from '../name-events/name-event.types.js';
 import { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
-import { DeliveryFailedException, NoListenersException } from './publish.errors.js';
+import {
+  DeliveryFailedException,
+  NoListenersException,
+  UserOptedOutException,
+} from './publish.errors.js';
 import { PublishRateLimitGuard } from '../rate-limit/publish-rate-limit.guard.js';
 import { PublishTokenGuard } from './publish-token.guard.js';
 import { PublishService } from './publish.service.js';
@@ -22,14 +27,14 @@ export class PublishController {
   @ApiOperation({
     summary: 'Publish a name change event',
     description:
-      'Validates the event, stores it (an identical event is stored once), then broadcasts it to every listener on every instance. 200 once it reached every instance that has listeners; 500 when nobody is listening anywhere, the event being stored all the same. A repeat is broadcast again with its original id.',
+      'Validates the event, stores it (an identical event is stored once), then broadcasts it to every listener on every instance. 200 once it reached every instance that has listeners; 500 when nobody is listening anywhere, the event being stored all the same. A repeat is broadcast again with its original id. 403 when the user has opted out: nothing is stored or broadcast.',
   })
   @ApiBody({ type: NameChangeEventDto })
   @ApiOkResponse({
     type: PublishResponseDto,
     description: 'Stored, and delivered to every instance that has listeners.',
   })
-  @ApiErrorResponses(400, 401, 413, 415, 429, 500)
+  @ApiErrorResponses(400, 401, 403, 413, 415, 429, 500)
   async publishNameChange(@Body() body: NameChangeEventDto): Promise<PublishResponseDto> {
     let receivers: number;
     try {
@@ -44,6 +49,7 @@ export class PublishController {
         throw new DeliveryFailedException('event bus unavailable', error);
       if (error instanceof StorageUnavailableError)
         throw new DeliveryFailedException('storage unavailable', error);
+      if (error instanceof UserOptedOutError) throw new UserOptedOutException(error);
       throw error;
     }
     if (receivers === 0) throw new NoListenersException();

@@ -1,4 +1,4 @@
-import { InternalServerErrorException } from '@nestjs/common';
+import { ForbiddenException, InternalServerErrorException } from '@nestjs/common';
 import { ExpectedServerErrorException } from '../common/http-exception.filter.js';
 
 /**
@@ -14,5 +14,12 @@ export class NoListenersException extends ExpectedServerErrorException {
 export class DeliveryFailedException extends InternalServerErrorException {
   constructor(reason: 'event bus unavailable' | 'storage unavailable', cause: unknown) {
     super(`Failed to deliver event: ${reason}`, { cause });
+  }
+}
+
+/** The user opted out (PUT /users/:userId/opt-out): nothing was stored or broadcast. */
+export class UserOptedOutException extends ForbiddenException {
+  constructor(cause: unknown) {
+    super('The user has opted out: their names are not recorded', { cause });
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { NameEventsService } from '../name-events/name-events.service.js';
-import type { NewNameEvent, PublishOutcome } from '../name-events/name-event.types.js';
+import type { NewNameEvent, PublishOutcome, SqlSession } from '../name-events/name-event.types.js';
 
 export type NameChange = NewNameEvent;
 export type { PublishOutcome };
@@ -19,5 +19,15 @@ export class PublishService {
    */
   publish(change: NameChange): Promise<PublishOutcome> {
     return this.nameEvents.publish(change);
+  }
+
+  /**
+   * The detector's way in: publishes what `detect` finds, together with what it writes on the
+   * session (its known names), atomically. See NameEventsService.publishDetected.
+   */
+  publishDetected(
+    detect: (session: SqlSession) => Promise<NameChange[]>,
+  ): Promise<PublishOutcome[]> {
+    return this.nameEvents.publishDetected(detect);
   }
 }

@@ -9,6 +9,8 @@ import { waitFor } from './ports.js';
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** A host name the browser resolves to 127.0.0.1 (see CHROMIUM_ARGS). */
+export const DOCS_HOST = 'name-history.test';
 const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
@@ -17,6 +19,8 @@ const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
   '--no-first-run',
+  // A host name that is not localhost (which browsers treat as secure), for Swagger UI.
+  `--host-resolver-rules=MAP ${DOCS_HOST} 127.0.0.1`,
 ];
 export const ARTIFACTS = fileURLToPath(new URL('../artifacts/', import.meta.url));
 

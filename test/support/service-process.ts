@@ -79,6 +79,12 @@ export function ensureBuilt(): string {
   return (main = privateMain);
 }
 
+/**
+ * How long a start may take: the embedded database compiles its WebAssembly first, which is
+ * long on a loaded machine.
+ */
+export const START_TIMEOUT_MS = 60_000;
+
 export interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -129,11 +135,14 @@ export class ServiceProcess {
   }
 
   /**
-   * Starts the service without waiting for it (to see it refuse to start, say). A `PORT` in
-   * `env` replaces the free port it is given.
+   * Starts the service without waiting for it (to see it refuse to start, say), on a free
+   * port or on `port`. A `PORT` in `env` replaces either (to give it an invalid one).
    */
-  static async spawn(env: Record<string, string>): Promise<ServiceProcess> {
-    const port = await freePort();
+  static async spawn(
+    env: Record<string, string>,
+    { port }: { port?: number } = {},
+  ): Promise<ServiceProcess> {
+    port ??= await freePort();
     const cwd = mkdtempSync(join(tmpdir(), 'service-process-'));
     const child = spawn(process.execPath, [ensureBuilt()], {
       cwd,
@@ -148,25 +157,31 @@ export class ServiceProcess {
     return new ServiceProcess(child, port, cwd);
   }
 
-  /** Starts the service and resolves once it is ready (GET /api/health/ready is 200). */
-  static async start(env: Record<string, string>): Promise<ServiceProcess> {
+  /**
+   * Starts the service and resolves once it is ready (GET /api/health/ready is 200), on a
+   * free port or on `port` (to start an instance again where its proxy expects it).
+   */
+  static async start(
+    env: Record<string, string>,
+    { port }: { port?: number } = {},
+  ): Promise<ServiceProcess> {
     const { PORT: _ignored, ...rest } = env;
-    const service = await ServiceProcess.spawn(rest);
-    const port = service.port;
+    const service = await ServiceProcess.spawn(rest, { port });
     try {
-      const ready = waitFor(
-        `the service on port ${port} to be ready`,
+      const outcome = await waitFor(
+        `the service on port ${service.port} to be ready`,
         async () => {
+          if (service.exit) return 'exited';
           const res = await fetch(`${service.url}/api/health/ready`);
           await res.arrayBuffer();
-          return res.status === 200;
+          return res.status === 200 && 'ready';
         },
-        { timeoutMs: 60_000, intervalMs: 100 },
+        { timeoutMs: START_TIMEOUT_MS, intervalMs: 100 },
       );
-      const died = service.exited.then((exit) => {
-        throw new Error(`The service exited (${JSON.stringify(exit)}):\n${service.output}`);
-      });
-      await Promise.race([ready, died]);
+      if (outcome === 'exited') {
+        await service.exited;
+        throw new Error(`The service exited (${JSON.stringify(service.exit)}):\n${service.output}`);
+      }
     } catch (error) {
       await service.stop('SIGKILL');
       throw error;

@@ -1,0 +1,58 @@
+/**
+ * The module boundaries of src/, checked by `npm run lint` (dependency-cruiser).
+ *
+ * A feature folder uses another only through what that folder offers: its Nest module and
+ * the files of what the module exports (services, guards, health indicators, the name-event
+ * domain's types, entities and repository, the bus interface, the Redis connections).
+ * Everything else in a folder is its own business. `common/` and `config/` are shared by all.
+ */
+const PUBLIC_FILE = [
+  '[.](module|service|types|guard|health|entity|repository)[.]ts$',
+  '/name-event-bus[.]ts$',
+  '/redis-connections[.]ts$',
+].join('|');
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'feature-internals',
+      severity: 'error',
+      comment:
+        "A feature folder imports another one's internals: use what that folder's module exports (see CONTRIBUTING.md).",
+      from: { path: '^src/([^/]+)/', pathNot: '[.]spec[.]ts$' },
+      to: {
+        path: '^src/([^/]+)/',
+        pathNot: ['^src/$1/', '^src/(common|config)/', PUBLIC_FILE],
+      },
+    },
+    {
+      name: 'shared-stays-shared',
+      severity: 'error',
+      comment: 'common/ and config/ hold nothing feature-specific: they import no feature folder.',
+      from: { path: '^src/(common|config)/' },
+      to: { path: '^src/', pathNot: '^src/(common|config)/' },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Modules that import each other, directly or not.',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'src-not-from-tests',
+      severity: 'error',
+      comment:
+        'The service never imports test or benchmark code (unit specs may use test support).',
+      from: { path: '^src/', pathNot: '[.]spec[.]ts$' },
+      to: { path: '^(test|bench)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};

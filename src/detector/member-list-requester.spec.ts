@@ -1,0 +1,153 @@
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import type { Client } from 'discord.js';
+import {
+  apiMember,
+  apiUser,
+  FakeDiscord,
+  manyMembers,
+  TEST_DISCORD_TOKEN,
+  type FakeDiscordOptions,
+} from '../../test/support/fake-discord.js';
+import type { DetectorOutbox } from './detector-outbox.js';
+import { detectorSettings } from './detector.settings.js';
+import { DiscordClientFactory } from './discord-client.factory.js';
+import { MemberListRequester } from './member-list-requester.js';
+
+const SMALL = '800000000000000001';
+const LARGE_A = '800000000000000002';
+const LARGE_B = '800000000000000003';
+const TALKER = apiUser('700000000000000001', 'talker');
+
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** The outbox as the requester sees it: room for more members, or not yet. */
+class RoomGate {
+  private open = true;
+  private waiting: (() => void)[] = [];
+  readonly asked: number[] = [];
+
+  close(): void {
+    this.open = false;
+  }
+
+  release(): void {
+    this.open = true;
+    for (const resolve of this.waiting.splice(0)) resolve();
+  }
+
+  whenReconcilingBelow(limit: number): Promise<void> {
+    this.asked.push(limit);
+    return this.open ? Promise.resolve() : new Promise((resolve) => this.waiting.push(resolve));
+  }
+}
+
+describe('MemberListRequester on a real discord.js client, over the gateway protocol', () => {
+  let discord: FakeDiscord;
+  let client: Client;
+  let stop: () => void;
+  let logs: string[];
+  let room: RoomGate;
+
+  async function connect(world: FakeDiscordOptions, beforeLogin?: () => void): Promise<void> {
+    logs = [];
+    jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => {
+      logs.push(String(message));
+    });
+    discord = await FakeDiscord.start(world);
+    const settings = detectorSettings(
+      { token: TEST_DISCORD_TOKEN, leaseMs: 30_000, apiUrl: discord.apiUrl, gatewayUrl: undefined },
+      { keyPrefix: 'test' },
+    );
+    client = new DiscordClientFactory(settings).create();
+    room = new RoomGate();
+    beforeLogin?.();
+    stop = new MemberListRequester(settings, room as unknown as DetectorOutbox).watch(client);
+    await client.login(TEST_DISCORD_TOKEN);
+  }
+
+  afterEach(async () => {
+    stop();
+    await client.destroy();
+    await discord.close();
+    jest.restoreAllMocks();
+  });
+
+  it('asks for the members of each server whose GUILD_CREATE left some out, one at a time', async () => {
+    await connect({
+      shardCount: 2,
+      guilds: [
+        { id: SMALL, members: [apiMember(TALKER)] },
+        { id: LARGE_A, members: manyMembers(2_500, 710000000000000000n, 'a') },
+        { id: LARGE_B, shardId: 1, members: manyMembers(60, 720000000000000000n, 'b') },
+      ],
+    });
+    await until(() => logs.length === 2);
+    const requests = discord.memberRequests;
+    expect(requests.map(({ guildId, answer }) => ({ guildId, answer }))).toEqual(
+      expect.arrayContaining([
+        { guildId: LARGE_A, answer: 'members' },
+        { guildId: LARGE_B, answer: 'members' },
+      ]),
+    );
+    expect(requests).toHaveLength(2);
+    expect(requests[1].at).toBeGreaterThanOrEqual(requests[0].answeredAt!);
+    expect(logs).toEqual(
+      expect.arrayContaining([
+        `Received the 2501 members of server ${LARGE_A}`,
+        `Received the 61 members of server ${LARGE_B}`,
+      ]),
+    );
+    expect(room.asked).toEqual([50_000, 50_000]);
+    expect(discord.breaches).toEqual([]);
+  });
+
+  it('asks again when a server comes back, waiting out RATE_LIMITED before asking once more', async () => {
+    await connect({
+      memberRequestWindowMs: 400,
+      guilds: [{ id: LARGE_A, members: manyMembers(60, 710000000000000000n, 'a') }],
+    });
+    await until(() => logs.length === 1);
+    discord.guildOutage(LARGE_A)();
+    await until(() => discord.memberRequests.length === 3 && logs.length === 3);
+    const [first, limited, again] = discord.memberRequests;
+    expect([first, limited, again].map((r) => r.answer)).toEqual([
+      'members',
+      'rate-limited',
+      'members',
+    ]);
+    expect(again.at).toBeGreaterThanOrEqual(first.at + 400);
+    expect(logs[1]).toMatch(
+      new RegExp(`^Member request for server ${LARGE_A} rate-limited; asking again in \\d+ ms$`),
+    );
+    expect(discord.breaches).toEqual([]);
+  });
+
+  it('asks for a server joined later, and only while few enough members wait', async () => {
+    await connect({ guilds: [{ id: SMALL, members: [apiMember(TALKER)] }] });
+    room.close();
+    discord.joinGuild({ id: LARGE_A, members: manyMembers(60, 710000000000000000n, 'a') });
+    await until(() => room.asked.length === 1);
+    expect(discord.memberRequests).toEqual([]);
+    room.release();
+    await until(() => discord.memberRequests.some((r) => r.answeredAt));
+    expect(discord.memberRequests.map((r) => r.guildId)).toEqual([LARGE_A]);
+  });
+
+  it('asks nothing once stopped', async () => {
+    await connect({ guilds: [{ id: SMALL, members: [apiMember(TALKER)] }] });
+    stop();
+    discord.joinGuild({ id: LARGE_A, members: manyMembers(60, 710000000000000000n, 'a') });
+    await until(() => client.guilds.cache.has(LARGE_A));
+    // A request of the test's own, answered over the network: a request the requester had
+    // started on the GUILD_CREATE (a few promise turns) would have been sent before it.
+    await client.guilds.cache.get(SMALL)!.members.fetch();
+    expect(discord.memberRequests.map((r) => r.guildId)).toEqual([SMALL]);
+  });
+});

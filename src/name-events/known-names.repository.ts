@@ -1,0 +1,54 @@
+import { Injectable } from '@nestjs/common';
+import type { KnownNameField } from './known-name.entity.js';
+import type { SqlSession } from './name-event.types.js';
+
+export type { SqlSession };
+
+/** Identifies one known name: `guildId` is '' for a user's own names. */
+export interface KnownNameKey {
+  userId: string;
+  field: KnownNameField;
+  guildId: string;
+}
+
+export interface KnownNameValue extends KnownNameKey {
+  name: string | null;
+  seenAt: Date;
+}
+
+/** Every query on the known_names table. */
+@Injectable()
+export class KnownNamesRepository {
+  /** The known names among `keys` (absent: never seen). */
+  async findMany(session: SqlSession, keys: readonly KnownNameKey[]): Promise<KnownNameValue[]> {
+    if (keys.length === 0) return [];
+    const rows = await session.query<KnownNameValue>(
+      `SELECT k.user_id AS "userId", k.field, k.guild_id AS "guildId", k.name, k.seen_at AS "seenAt"
+         FROM known_names k
+         JOIN unnest($1::text[], $2::text[], $3::text[]) AS wanted(user_id, field, guild_id)
+        USING (user_id, field, guild_id)`,
+      columnsOf(keys),
+    );
+    return rows.map((row) => ({ ...row, seenAt: new Date(row.seenAt) }));
+  }
+
+  /**
+   * Stores each value unless a newer one is stored already (an instance that lost the lease
+   * may still be writing what it saw before the one that took over).
+   */
+  async saveMany(session: SqlSession, values: readonly KnownNameValue[]): Promise<void> {
+    if (values.length === 0) return;
+    await session.query(
+      `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
+       ON CONFLICT (user_id, field, guild_id) DO UPDATE
+          SET name = EXCLUDED.name, seen_at = EXCLUDED.seen_at
+        WHERE known_names.seen_at <= EXCLUDED.seen_at`,
+      [...columnsOf(values), values.map((v) => v.name), values.map((v) => v.seenAt.toISOString())],
+    );
+  }
+}
+
+function columnsOf(keys: readonly KnownNameKey[]): string[][] {
+  return [keys.map((k) => k.userId), keys.map((k) => k.field), keys.map((k) => k.guildId)];
+}

@@ -1,0 +1,82 @@
+import { applyDecorators, Controller, Delete, Get, Param, Put, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiErrorResponses } from '../common/api-error-responses.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { AdminTokenGuard } from './admin-token.guard.js';
+import { ErasureResponseDto, OptOutResponseDto, PrivacyUserParamDto } from './privacy.dto.js';
+import { PrivacyService } from './privacy.service.js';
+
+/** What every administration route may answer besides its 200. */
+function ApiAdministration() {
+  return applyDecorators(
+    ApiBearerAuth('admin'),
+    ApiResponse({
+      status: 401,
+      description: 'The bearer token is missing or is not ADMIN_TOKEN.',
+      type: ErrorResponseDto,
+      example: { message: 'Missing or invalid bearer token', code: 401 },
+    }),
+    ApiResponse({
+      status: 404,
+      description:
+        'ADMIN_TOKEN is not set: administration is off, and the route answers as an unknown one.',
+      type: ErrorResponseDto,
+      example: { message: 'Cannot PUT /api/users/123456789012345678/opt-out', code: 404 },
+    }),
+    ApiErrorResponses(400, 500),
+  );
+}
+
+@ApiTags('privacy')
+@Controller('users')
+@UseGuards(AdminTokenGuard)
+export class PrivacyController {
+  constructor(private readonly privacy: PrivacyService) {}
+
+  @Delete(':userId/prevnames')
+  @ApiOperation({
+    summary: "Erase a user's name history",
+    description:
+      "Deletes every entry of the user's history. Erased events are never replayed to a reconnecting listener (the replay reads what is stored); events already delivered live cannot be recalled. A publish for the user is wholly before the erasure (erased) or wholly after it (kept). Administration: needs ADMIN_TOKEN.",
+  })
+  @ApiOkResponse({ type: ErasureResponseDto, description: 'Erased.' })
+  @ApiAdministration()
+  eraseNameHistory(@Param() { userId }: PrivacyUserParamDto): Promise<ErasureResponseDto> {
+    return this.privacy.eraseNameHistory(userId);
+  }
+
+  @Put(':userId/opt-out')
+  @ApiOperation({
+    summary: 'Opt a user out',
+    description:
+      "Erases the user's history and stops recording them, on every instance: while opted out, a POST for the user is 403 and the detector records nothing. Idempotent. Administration: needs ADMIN_TOKEN.",
+  })
+  @ApiOkResponse({ type: OptOutResponseDto, description: 'Opted out (`optedOut: true`).' })
+  @ApiAdministration()
+  optOut(@Param() { userId }: PrivacyUserParamDto): Promise<OptOutResponseDto> {
+    return this.privacy.optOut(userId);
+  }
+
+  @Delete(':userId/opt-out')
+  @ApiOperation({
+    summary: 'Opt a user back in',
+    description:
+      'Recording resumes for the user (what was erased stays erased). Idempotent. Administration: needs ADMIN_TOKEN.',
+  })
+  @ApiOkResponse({ type: OptOutResponseDto, description: 'Opted in (`optedOut: false`).' })
+  @ApiAdministration()
+  optIn(@Param() { userId }: PrivacyUserParamDto): Promise<OptOutResponseDto> {
+    return this.privacy.optIn(userId);
+  }
+
+  @Get(':userId/opt-out')
+  @ApiOperation({
+    summary: 'Whether a user is opted out',
+    description: 'Administration: needs ADMIN_TOKEN.',
+  })
+  @ApiOkResponse({ type: OptOutResponseDto, description: "The user's state." })
+  @ApiAdministration()
+  getOptOut(@Param() { userId }: PrivacyUserParamDto): Promise<OptOutResponseDto> {
+    return this.privacy.getOptOut(userId);
+  }
+}

@@ -1,0 +1,43 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
+
+export class PrivacyUserParamDto {
+  @ApiProperty({
+    description: 'The user id on the chat platform (URL-encoded).',
+    minLength: 1,
+    maxLength: USER_ID_MAX_LENGTH,
+    example: '123456789012345678',
+  })
+  @IsUserId()
+  userId: string;
+}
+
+export class ErasureResponseDto {
+  @ApiProperty({ example: '123456789012345678' })
+  userId: string;
+
+  @ApiProperty({
+    description: 'How many history entries were deleted (0 when there were none).',
+    type: 'integer',
+    minimum: 0,
+    example: 12,
+  })
+  deleted: number;
+
+  @ApiProperty({ enum: [200], example: 200, type: 'integer' })
+  code: 200;
+}
+
+export class OptOutResponseDto {
+  @ApiProperty({ example: '123456789012345678' })
+  userId: string;
+
+  @ApiProperty({
+    description: 'True while the user is opted out: nothing is recorded for them.',
+    example: true,
+  })
+  optedOut: boolean;
+
+  @ApiProperty({ enum: [200], example: 200, type: 'integer' })
+  code: 200;
+}

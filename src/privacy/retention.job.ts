@@ -1,0 +1,110 @@
+import {
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import type { AppConfig } from '../config/configuration.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { PrivacyRepository } from '../name-events/privacy.repository.js';
+import { RetentionLease } from './retention-lease.js';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * RETENTION_DAYS: every RETENTION_INTERVAL_MS (and once at start-up), the entries whose
+ * `changedAt` is older are deleted, on one instance at a time (RetentionLease). Each batch
+ * is one short statement under the publish lock, so publishes wait at most one batch and go
+ * ahead between batches. Each run is logged with its counts, and counted in the metrics.
+ */
+@Injectable()
+export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Retention');
+  private readonly days: number;
+  private readonly intervalMs: number;
+  private readonly batchSize: number;
+  private timer?: NodeJS.Timeout;
+  private running: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    config: ConfigService<AppConfig, true>,
+    private readonly privacy: PrivacyRepository,
+    private readonly lease: RetentionLease,
+    private readonly metrics: MetricsService,
+  ) {
+    const settings = config.get('privacy', { infer: true });
+    this.days = settings.retentionDays;
+    this.intervalMs = settings.retentionIntervalMs;
+    this.batchSize = settings.retentionBatchSize;
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.days === 0) {
+      this.logger.log('Retention: off (RETENTION_DAYS is 0: entries are kept forever)');
+      return;
+    }
+    this.logger.log(
+      `Retention: entries older than ${this.days} day(s) are deleted every ${this.intervalMs} ms`,
+    );
+    this.schedule(0);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.run().finally(() => this.schedule(this.intervalMs));
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** One run: never throws (a failure is logged, and the next run tries again). */
+  private async run(): Promise<void> {
+    const cutoff = new Date(Date.now() - this.days * DAY_MS);
+    try {
+      if (!(await this.lease.acquire())) {
+        this.metrics.retentionRuns.inc({ outcome: 'skipped' });
+        this.logger.debug('Retention run skipped: another instance is running it');
+        return;
+      }
+    } catch (error) {
+      this.metrics.retentionRuns.inc({ outcome: 'failed' });
+      this.logger.warn(`Retention run not started: ${(error as Error).message}`);
+      return;
+    }
+    let deleted = 0;
+    let batches = 0;
+    try {
+      for (;;) {
+        const count = await this.privacy.deleteChangedBefore(cutoff, this.batchSize);
+        deleted += count;
+        batches += 1;
+        this.metrics.retentionDeleted.inc(count);
+        if (count < this.batchSize || this.stopped) break;
+        if (!(await this.lease.renew())) throw new Error('the lease was lost');
+      }
+      this.metrics.retentionRuns.inc({ outcome: 'completed' });
+      this.logger.log(
+        `Retention run: ${deleted} entries changed before ${cutoff.toISOString()} deleted in ${batches} batch(es)`,
+      );
+    } catch (error) {
+      this.metrics.retentionRuns.inc({ outcome: 'failed' });
+      this.logger.warn(
+        `Retention run stopped after ${deleted} entries deleted in ${batches} batch(es): ${(error as Error).message}`,
+      );
+    } finally {
+      await this.lease
+        .release()
+        .catch((error: Error) =>
+          this.logger.warn(`Could not release the retention lease: ${error.message}`),
+        );
+    }
+  }
+}

@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Clock } from '../src/detector/clock.js';
+import { redisEnv, startApp, type TestApp } from './support/app.js';
+import { TestDatabase } from './support/database.js';
+import { knownNames, LogCapture, reconciliations } from './support/detector.js';
+import { apiMember, apiUser, FakeDiscord, TEST_DISCORD_TOKEN } from './support/fake-discord.js';
+import { http } from './support/http.js';
+import { waitFor } from './support/ports.js';
+import { SseStream } from './support/sse.js';
+
+const TOKEN = 'an-admin-token-for-the-detector';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+const LISTEN = '/api/webhooks/prevnames/listen';
+const GUILD = '800000000000000001';
+const ALICE = apiUser('700000000000000001', 'alice');
+const BOB = apiUser('700000000000000002', 'bob');
+const DETECTED_AT = '2025-03-04T05:06:07.089Z';
+
+class FixedClock extends Clock {
+  override now(): Date {
+    return new Date(DETECTED_AT);
+  }
+}
+
+describe('the detector and opted-out users (Postgres, Redis, the gateway protocol)', () => {
+  let db: TestDatabase;
+  let discord: FakeDiscord;
+  let app: TestApp;
+  let logs: LogCapture;
+
+  beforeAll(async () => {
+    logs = new LogCapture();
+    db = await TestDatabase.create();
+    discord = await FakeDiscord.start({
+      guilds: [{ id: GUILD, members: [apiMember(ALICE), apiMember(BOB)] }],
+      heartbeatIntervalMs: 300,
+    });
+    app = await startApp(
+      {
+        ...redisEnv(db.url),
+        DISCORD_TOKEN: TEST_DISCORD_TOKEN,
+        DISCORD_API_URL: discord.apiUrl,
+        ADMIN_TOKEN: TOKEN,
+      },
+      0,
+      (builder) => builder.overrideProvider(Clock).useValue(new FixedClock()),
+    );
+    await waitFor('the server reconciled', () => reconciliations(logs.messages).length === 1);
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await discord.close();
+    await db.drop();
+    logs.restore();
+  });
+
+  it('records and remembers nothing of an opted-out user, and records them again once opted in', async () => {
+    const optOut = await http(`${app.url}/api/users/${ALICE.id}/opt-out`, {
+      method: 'PUT',
+      headers: AUTH,
+    });
+    expect(optOut.body).toEqual({ userId: ALICE.id, optedOut: true, code: 200 });
+    // The opt-out forgets what the detector knew of her.
+    expect((await knownNames(db)).filter((k) => k.userId === ALICE.id)).toEqual([]);
+    const stream = await SseStream.open(`${app.url}${LISTEN}`);
+    await stream.until((s) => s.messages.length > 0);
+
+    discord.changeUser(ALICE.id, { username: 'alice_2' });
+    // Bob's change, seen after Alice's, is the sentinel: observations are compared in order.
+    discord.changeUser(BOB.id, { username: 'bob_2' });
+    await stream.untilEvents(1);
+    expect(stream.events.map((e) => e.data)).toEqual([
+      { userId: BOB.id, type: 'username', name: 'bob', changedAt: DETECTED_AT },
+    ]);
+    expect(
+      await db.query('SELECT 1 FROM name_change_events WHERE user_id = $1', [ALICE.id]),
+    ).toEqual([]);
+    expect((await knownNames(db)).filter((k) => k.userId === ALICE.id)).toEqual([]);
+
+    const optIn = await http(`${app.url}/api/users/${ALICE.id}/opt-out`, {
+      method: 'DELETE',
+      headers: AUTH,
+    });
+    expect(optIn.body).toEqual({ userId: ALICE.id, optedOut: false, code: 200 });
+    // Seen again after the opt-in, she is a first sighting: nothing is recorded yet...
+    discord.changeUser(ALICE.id, { username: 'alice_3' });
+    discord.changeUser(BOB.id, { username: 'bob_3' });
+    await stream.untilEvents(2);
+    // ...and her next change is.
+    discord.changeUser(ALICE.id, { username: 'alice_4' });
+    await stream.untilEvents(3);
+    expect(stream.events.slice(1).map((e) => e.data)).toEqual([
+      { userId: BOB.id, type: 'username', name: 'bob_2', changedAt: DETECTED_AT },
+      { userId: ALICE.id, type: 'username', name: 'alice_3', changedAt: DETECTED_AT },
+    ]);
+    stream.close();
+  });
+});
