@@ -266,11 +266,8 @@ describe('Swagger UI over plain HTTP, at a host name other than localhost', () =
       'Name history service',
     );
     await p.locator('.opblock-summary-path[data-path="/api/webhooks/prevnames/listen"]').waitFor();
-    expect(
-      await p
-        .locator('.opblock-summary-path')
-        .evaluateAll((paths) => paths.map((path) => path.getAttribute('data-path'))),
-    ).toEqual(
+    const paths = await p.locator('.opblock-summary-path').all();
+    expect(await Promise.all(paths.map((path) => path.getAttribute('data-path')))).toEqual(
       expect.arrayContaining([
         '/api/users/{userId}/prevnames',
         '/api/webhooks/prevnames/listen',

@@ -19,7 +19,8 @@ const GUILD = '800000000000000001';
 const ALICE = apiUser('700000000000000001', 'alice', { global_name: 'Alice A.' });
 const LEASE_MS = 1_500;
 
-const tokenOf = (app: TestApp) => (app.app.get(DetectorLease) as RedisDetectorLease).token;
+const tokenOf = (app: TestApp) =>
+  app.app.get<DetectorLease, RedisDetectorLease>(DetectorLease).token;
 
 describe('the gateway lease across instances (one Redis, one Discord)', () => {
   let db: TestDatabase;
