@@ -277,16 +277,22 @@ describe('hostile input: hand-made attacks', () => {
     expect(Object.prototype).not.toHaveProperty('polluted');
   });
 
-  it('survives a header flood below the limit: 1,000 headers, answered normally', async () => {
+  // 500 small headers, about 5.4 KB: clearly within the 16 KiB of Node's default
+  // --max-http-header-size, which Node 24 counts with an overhead per header (it already
+  // answers 1,000 such headers, 10.9 KB, with 431).
+  it('survives a header flood below the limit: 500 headers, answered normally', async () => {
     const res = await rawRequest(
       fx.port,
       request(
         'GET /api/users/1/prevnames HTTP/1.1',
-        Array.from({ length: 1_000 }, (_, i) => `X-F${i}: v\r\n`).join(''),
+        Array.from({ length: 500 }, (_, i) => `X-F${i}: v\r\n`).join(''),
       ),
     );
-    expect(res.status).toBe(200);
-    expect(JSON.parse(res.body)).toEqual({ userId: '1', prevnames: [], code: 200 });
+    expect({ status: res.status, type: res.headers['content-type'] }).toEqual({
+      status: 200,
+      type: JSON_TYPE,
+    });
+    expect(res.body).toBe('{"userId":"1","prevnames":[],"code":200}');
   });
 
   it('keeps SSE framing intact for names that try to inject messages, for a real EventSource too', async () => {
