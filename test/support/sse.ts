@@ -185,14 +185,3 @@ export function streamsClosedAfterEach(): (
     return stream;
   };
 }
-
-/**
- * Waits a while for something that must not happen.
- *
- * @deprecated A sleep proves nothing: send a sentinel (./sentinel.ts) and assert the exact
- * stream up to it, or wait for the condition itself (./ports.ts `waitFor`). Kept only until
- * test/detector.e2e-spec.ts, its last user, stops using it.
- */
-export function settle(ms = 300): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
