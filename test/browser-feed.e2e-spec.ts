@@ -147,7 +147,7 @@ describe('the live feed, in Chromium, on PostgreSQL and Redis', () => {
 
     await fx.stop();
     // From the recorded states: the browser may already be past it (a reconnect that reached
-    // the closing app gets a 503, and the page retries on its own).
+    // the closing app is handed over with a short retry, and the page tries again on its own).
     await until(p, `window.__states.includes('reconnecting: Reconnecting…')`, 5_000);
 
     // While it is down, another instance stores an event; nobody listens there.

@@ -9,6 +9,7 @@ import { AppModule } from '../../src/app.module.js';
 import { ExpressHttpAdapter } from '../../src/common/express-http-adapter.js';
 import { configureApp } from '../../src/app.setup.js';
 import { EventStreamService } from '../../src/events/event-stream.service.js';
+import { HttpDrainService } from '../../src/health/http-drain.service.js';
 import { historyPath, LISTEN, PUBLISH, type HistoryBody } from './api.js';
 import { TestDatabase } from './database.js';
 import { LOG_LEVEL, REDIS_URL } from './environment.js';
@@ -123,7 +124,10 @@ export interface AppFixture {
   untilNobodyListens(): Promise<void>;
   /** Another instance on the same database and Redis prefix, closed after the block. */
   startInstance(env?: Env): Promise<TestApp>;
-  /** Stops the app (as an instance going away); `start()` brings it back on the same port. */
+  /**
+   * Stops the app as an instance going away (SIGTERM: drained, then closed); `start()`
+   * brings it back on the same port.
+   */
   stop(): Promise<void>;
   start(): Promise<void>;
 }
@@ -242,7 +246,11 @@ export function useApp(options: AppFixtureOptions = {}): AppFixture {
       };
     },
     stop: async () => {
-      await running().close();
+      const stopping = running();
+      // As main.ts on SIGTERM: without the drain, a client that reconnects on its keep-alive
+      // connection (an EventSource handed over with a short retry) holds the close forever.
+      stopping.app.get(HttpDrainService).begin();
+      await stopping.close();
       current = undefined;
     },
     start,
