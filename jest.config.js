@@ -1,16 +1,33 @@
 // Jest runs the ESM build of the code (NestJS 12 ships ES modules only): start it through
-// `npm test`, which passes --experimental-vm-modules.
-/** @type {import('jest').Config} */
-export default {
+// the npm scripts, which pass --experimental-vm-modules. Two projects: `unit` (the specs
+// beside the code, src/**/*.spec.ts, which may fake I/O) and `e2e` (test/**/*.e2e-spec.ts,
+// the real app over HTTP with real Postgres and Redis).
+const typescript = {
   testEnvironment: 'node',
   rootDir: '.',
-  roots: ['<rootDir>/src', '<rootDir>/test'],
-  testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },
+};
+
+/** @type {import('jest').Config} */
+export default {
+  projects: [
+    {
+      ...typescript,
+      displayName: 'unit',
+      roots: ['<rootDir>/src'],
+      testMatch: ['<rootDir>/src/**/*.spec.ts'],
+    },
+    {
+      ...typescript,
+      displayName: 'e2e',
+      roots: ['<rootDir>/test'],
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+    },
+  ],
   testTimeout: 30000,
   maxWorkers: 2,
 };

@@ -189,8 +189,9 @@ function parseJsonBody(req: Request, _res: Response, next: NextFunction): void {
   }
   const text = body.toString('utf8');
   try {
-    req.body =
+    const parsed: unknown =
       text.length === 0 ? {} : JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    req.body = parsed;
   } catch {
     next(Object.assign(new Error('Invalid JSON'), { status: 400, type: 'entity.parse.failed' }));
     return;

@@ -305,7 +305,9 @@ describe('client addresses and metrics behind the shipped nginx', () => {
       expect(answer.status && JSON.parse(answer.body)).toEqual({ message: 'Not found', code: 404 });
     }
     // On the instance itself (the internal network, where Prometheus scrapes), they are there.
-    const direct = await new KeepAliveClient(instance.url).request('GET', '/api/metrics');
+    const internal = new KeepAliveClient(instance.url);
+    clients.push(internal);
+    const direct = await internal.request('GET', '/api/metrics');
     expect(direct.status).toBe(200);
     expect(direct.status && direct.body).toContain('name_history_sse_listeners');
   });

@@ -1,10 +1,9 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { DetectorLease, RedisDetectorLease } from '../src/detector/detector-lease.js';
-import { redisEnv, startApp, uniqueRedisPrefix, type TestApp } from './support/app.js';
+import { redisEnv, startApp, uniqueRedisPrefix, useApp, type TestApp } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import { LogCapture, reconciliations, recordedChanges } from './support/detector.js';
-import { REDIS_URL } from './support/environment.js';
 import {
   apiMember,
   apiUser,
@@ -13,26 +12,39 @@ import {
   type GatewayConnection,
 } from './support/fake-discord.js';
 import { waitFor } from './support/ports.js';
-import { settle } from './support/sse.js';
+import { ThrowawayRedis } from './support/redis-server.js';
 
 const GUILD = '800000000000000001';
 const ALICE = apiUser('700000000000000001', 'alice', { global_name: 'Alice A.' });
 const LEASE_MS = 1_500;
+/** Longer than any test: a lease set by the test ends when the test ends it. */
+const HELD_BY_THE_TEST_MS = 60_000;
 
-const tokenOf = (app: TestApp) => (app.app.get(DetectorLease) as RedisDetectorLease).token;
+const tokenOf = (app: TestApp) =>
+  app.app.get<DetectorLease, RedisDetectorLease>(DetectorLease).token;
 
+/**
+ * The lease on a Redis of the file's own, watched with MONITOR: every command on the lease
+ * key, in the order Redis ran them, shows who tried, who renewed and who let go, without a
+ * clock.
+ */
 describe('the gateway lease across instances (one Redis, one Discord)', () => {
+  let server: ThrowawayRedis;
   let db: TestDatabase;
   let redis: Redis;
+  let monitor: Redis;
   let discord: FakeDiscord;
   let logs: LogCapture;
   let prefix: string;
   let key: string;
+  /** Every command on the lease key since the test began. */
+  let commands: string[][] = [];
   const apps: TestApp[] = [];
 
   const start = async () => {
     const app = await startApp({
       ...redisEnv(db.url, prefix),
+      REDIS_URL: server.url,
       DISCORD_TOKEN: TEST_DISCORD_TOKEN,
       DISCORD_API_URL: discord.apiUrl,
       DETECTOR_LEASE_MS: String(LEASE_MS),
@@ -45,22 +57,57 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
     await app.close();
   };
   /** The `index`th IDENTIFY (0: the first), once it has a READY. */
-  const identified = (index: number, timeoutMs = 5_000) =>
+  const identified = (index: number, timeoutMs = 10_000) =>
     waitFor(
       `IDENTIFY #${index + 1}`,
       () => discord.identifies[index]?.session && discord.identifies[index],
       { timeoutMs, intervalMs: 10 },
     );
+  /** `SET key token … NX` sent by the instance of `token` from command `from` on. */
+  const attempts = (token: string, from = 0) =>
+    commands.slice(from).filter(([name, , value]) => name === 'set' && value === token).length;
+  /** Renewals (the compare-and-expire script) sent by the instance of `token`. */
+  const renewals = (token: string, from = 0) =>
+    commands
+      .slice(from)
+      .filter(([name, , , , value]) => name === 'eval' && value === token)
+      .filter(([, script]) => script.includes('pexpire')).length;
+  /**
+   * Samples `sample()` until the lease key stops holding `value`, keeping the samples taken
+   * while it still held it: each is read before the key, so what it shows happened while the
+   * key held `value`.
+   */
+  const whileKeyHolds = async <T>(value: string, sample: () => T, end?: () => Promise<void>) => {
+    const samples: T[] = [];
+    await waitFor(
+      `the lease of ${value} to end`,
+      async () => {
+        const now = sample();
+        if ((await redis.get(key)) !== value) return true;
+        samples.push(now);
+        if (end) await end();
+        return false;
+      },
+      { timeoutMs: HELD_BY_THE_TEST_MS, intervalMs: 10 },
+    );
+    return samples;
+  };
 
   beforeAll(async () => {
     logs = new LogCapture();
+    server = await ThrowawayRedis.start();
     db = await TestDatabase.create();
-    redis = new Redis(REDIS_URL);
+    redis = new Redis(server.url);
+    monitor = await redis.monitor();
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.includes(key)) commands.push([args[0].toLowerCase(), ...args.slice(1)]);
+    });
   });
 
   beforeEach(async () => {
     prefix = uniqueRedisPrefix();
     key = `${prefix}:detector:lease`;
+    commands = [];
     discord = await FakeDiscord.start({
       guilds: [{ id: GUILD, members: [apiMember(ALICE, { nick: 'Ali' })] }],
     });
@@ -73,30 +120,36 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
   });
 
   afterAll(async () => {
+    monitor.disconnect();
     await redis.quit();
     await db.drop();
+    await server.kill();
     logs.restore();
   });
 
   it('lets exactly one of two instances connect; when it stops, the other takes over', async () => {
     const [a, b] = await Promise.all([start(), start()]);
     const first = await identified(0);
-    await settle(LEASE_MS); // several renewals and attempts
-    expect(discord.identifies).toHaveLength(1);
     const holderToken = await redis.get(key);
     const holder = [a, b].find((app) => tokenOf(app) === holderToken)!;
-    const other = holder === a ? b : a;
     expect(holder).toBeDefined();
+    const other = holder === a ? b : a;
     const ttl = await redis.pttl(key);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(LEASE_MS);
 
-    const stoppedAt = Date.now();
+    // The other keeps competing and the holder keeps renewing; the other never connects.
+    const from = commands.length;
+    await waitFor('two more tries by the other and two renewals by the holder', () => {
+      return attempts(tokenOf(other), from) >= 2 && renewals(tokenOf(holder), from) >= 2;
+    });
+    expect(discord.identifies).toEqual([first]);
+    expect(first.closeCode).toBeUndefined();
+    expect(await redis.get(key)).toBe(tokenOf(holder));
+
     await stop(holder);
     expect(first.closeCode).toBe(1000);
-    const next = await identified(1, LEASE_MS);
-    // Released on shutdown: no need to wait for the lease to expire.
-    expect(next.openedAt - stoppedAt).toBeLessThan(LEASE_MS);
+    await identified(1);
     expect(await redis.get(key)).toBe(tokenOf(other));
 
     discord.changeMember(GUILD, ALICE.id, { nick: 'Ally' });
@@ -118,21 +171,26 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
   it('deletes on shutdown no lease but its own', async () => {
     const app = await start();
     await identified(0);
-    await redis.set(key, 'another-instance', 'PX', 60_000);
+    await redis.set(key, 'another-instance', 'PX', HELD_BY_THE_TEST_MS);
     await stop(app);
     expect(await redis.get(key)).toBe('another-instance');
     await redis.del(key);
   });
 
   it('takes over from a holder that died without releasing once its lease expires', async () => {
-    await redis.set(key, 'dead-instance', 'PX', LEASE_MS);
-    const expiresAt = Date.now() + LEASE_MS;
+    await redis.set(key, 'dead-instance', 'PX', HELD_BY_THE_TEST_MS);
     const app = await start();
-    const startedAt = Date.now();
-    const connection = await identified(0, LEASE_MS * 2);
-    // Not before the dead holder's lease expires, and right after (or right after start-up).
-    expect(connection.openedAt).toBeGreaterThanOrEqual(expiresAt - 50);
-    expect(connection.openedAt).toBeLessThan(Math.max(expiresAt, startedAt) + LEASE_MS / 3 + 500);
+    // It tries, and finds the lease held; then the dead holder's lease runs out.
+    const identifies = await whileKeyHolds(
+      'dead-instance',
+      () => discord.identifies.length,
+      async () => {
+        if (attempts(tokenOf(app)) >= 1) await redis.pexpire(key, 1);
+      },
+    );
+    expect(attempts(tokenOf(app))).toBeGreaterThanOrEqual(1);
+    expect(new Set(identifies)).toEqual(new Set([0]));
+    await identified(0);
     expect(await redis.get(key)).toBe(tokenOf(app));
   });
 
@@ -140,50 +198,65 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
     const app = await start();
     const first: GatewayConnection = await identified(0);
     await waitFor('the first full view', () => reconciliations(logs.messages).length > 0);
-    await redis.set(key, 'usurper', 'PX', LEASE_MS);
-    const takenAt = Date.now();
-    await waitFor('the client closed', () => first.closeCode !== undefined, {
-      timeoutMs: LEASE_MS,
-      intervalMs: 10,
-    });
+    await redis.set(key, 'usurper', 'PX', HELD_BY_THE_TEST_MS);
+    const from = commands.length;
+    // The client closes while the usurper holds the lease, and the instance tries again but
+    // does not connect; then the usurper lets go.
+    const samples = await whileKeyHolds(
+      'usurper',
+      () => ({ closed: first.closeCode !== undefined, identifies: discord.identifies.length }),
+      async () => {
+        if (first.closeCode !== undefined && attempts(tokenOf(app), from) >= 1) {
+          await redis.del(key);
+        }
+      },
+    );
+    expect(samples.some((s) => s.closed)).toBe(true);
+    expect(new Set(samples.map((s) => s.identifies))).toEqual(new Set([1]));
     expect(first.closeCode).toBe(1000);
-    expect(await redis.get(key)).toBe('usurper');
-    const second = await identified(1, LEASE_MS * 2);
-    expect(second.openedAt - takenAt).toBeGreaterThanOrEqual(LEASE_MS - 50);
+    await identified(1);
     expect(await redis.get(key)).toBe(tokenOf(app));
   });
 });
 
 describe('the detector without a token', () => {
-  let db: TestDatabase;
-  let redis: Redis;
+  let server: ThrowawayRedis;
   let discord: FakeDiscord;
-  let app: TestApp;
-  let prefix: string;
+  const prefix = uniqueRedisPrefix();
 
   beforeAll(async () => {
-    db = await TestDatabase.create();
-    redis = new Redis(REDIS_URL);
+    server = await ThrowawayRedis.start();
     discord = await FakeDiscord.start({ guilds: [] });
-    prefix = uniqueRedisPrefix();
-    app = await startApp({
-      ...redisEnv(db.url, prefix),
+  });
+
+  useApp({
+    env: () => ({
+      REDIS_URL: server.url,
+      REDIS_KEY_PREFIX: prefix,
       DISCORD_TOKEN: '',
       DISCORD_API_URL: discord.apiUrl,
-    });
+    }),
   });
 
   afterAll(async () => {
-    await app.close();
     await discord.close();
-    await redis.quit();
-    await db.drop();
+    await server.kill();
   });
 
   it('never calls Discord and takes no lease', async () => {
-    await settle(300);
+    // The lease would open its connection while the app starts, before this test's own
+    // connection, which Redis therefore lists after it: the app's connections, once each
+    // has its name, are all there is.
+    const names = await waitFor('every connection of the app named', async () => {
+      const clients = (await server.command('CLIENT', 'LIST'))
+        .split('\n')
+        .filter((line) => line.startsWith('id=') && !line.includes(' cmd=client|list '));
+      const names = clients.map((line) => /\bname=(\S*)/.exec(line)?.[1] ?? '');
+      return names.every((name) => name !== '') && names.sort();
+    });
+    expect(names).toEqual(['publisher', 'subscriber']);
     expect(discord.rest).toEqual([]);
     expect(discord.connections).toEqual([]);
-    expect(await redis.exists(`${prefix}:detector:lease`)).toBe(0);
+    expect(await server.command('EXISTS', `${prefix}:detector:lease`)).toBe(':0');
   });
 });

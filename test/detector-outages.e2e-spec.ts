@@ -3,15 +3,18 @@
  * Postgres. In-process applications; Discord is the fake in test/support.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { redisEnv, startApp, type TestApp } from './support/app.js';
-import { TestDatabase } from './support/database.js';
+import type { APIUser } from 'discord.js';
+import { useApp } from './support/app.js';
 import {
+  changesOf,
+  changesOfOnceStored,
   changesOnceStored,
+  joined,
   knownNames,
   LogCapture,
+  newUser,
   reconciliations,
   recordedChanges,
-  recordedEvents,
 } from './support/detector.js';
 import {
   apiMember,
@@ -46,143 +49,185 @@ function world(): FakeGuild[] {
 }
 
 describe('the detector across gateway reconnections', () => {
-  let db: TestDatabase;
   let discord: FakeDiscord;
-  let app: TestApp;
   let logs: LogCapture;
 
   beforeAll(async () => {
     logs = new LogCapture();
-    db = await TestDatabase.create();
     discord = await FakeDiscord.start({ guilds: world(), heartbeatIntervalMs: 400 });
-    app = await startApp({
-      ...redisEnv(db.url),
-      DISCORD_TOKEN: TEST_DISCORD_TOKEN,
-      DISCORD_API_URL: discord.apiUrl,
-    });
+  });
+
+  const fx = useApp({
+    env: () => ({ DISCORD_TOKEN: TEST_DISCORD_TOKEN, DISCORD_API_URL: discord.apiUrl }),
+  });
+
+  beforeAll(async () => {
     await waitFor('both servers reconciled', () => reconciliations(logs.messages).length === 2);
   });
 
   afterAll(async () => {
-    await app.close();
     await discord.close();
-    await db.drop();
     logs.restore();
   });
 
+  /** `user` joins each server of `nicks` with that nickname, and is known there. */
+  const join = async (user: APIUser, nicks: Record<string, string | null>) => {
+    for (const [guildId, nick] of Object.entries(nicks)) {
+      await joined(discord, fx.db, guildId, apiMember(user, { nick }));
+    }
+  };
+  /** A connection that has had no HELLO yet: the client knocking while the gateway is out. */
+  const knocking = () => discord.connections.some((c) => !c.hello);
+
   it('records the changes Discord replays when the session is resumed after an outage', async () => {
+    const bob = newUser('bob');
+    const carol = newUser('carol');
+    await join(bob, { [GUILD_A]: null });
+    await join(carol, { [GUILD_A]: 'Caz' });
     const session = discord.session(0)!;
+    const { resumes } = session;
+    const identifies = discord.identifies.length;
     discord.startOutage();
-    discord.changeUser(BOB.id, { username: 'bob2' });
-    discord.changeMember(GUILD_A, CAROL.id, { nick: 'Cazz' });
-    await waitFor('the client knocking again', () => discord.connections.some((c) => !c.hello));
+    discord.changeUser(bob.id, { username: 'bob2' });
+    discord.changeMember(GUILD_A, carol.id, { nick: 'Cazz' });
+    await waitFor('the client knocking again', knocking);
     discord.endOutage();
-    await waitFor('the session resumed', () => session.resumes === 1 && discord.isLive(0));
-    const changes = await changesOnceStored(db, 2);
-    expect(changes).toEqual([
-      { userId: BOB.id, type: 'username', name: 'bob' },
-      { userId: CAROL.id, type: 'displayname', name: 'Caz' },
+    await waitFor(
+      'the session resumed',
+      () => session.resumes === resumes + 1 && discord.isLive(0),
+    );
+    expect(await changesOfOnceStored(fx.db, [bob, carol], 2)).toEqual([
+      { userId: bob.id, type: 'username', name: 'bob' },
+      { userId: carol.id, type: 'displayname', name: 'Caz' },
     ]);
-    expect(discord.identifies).toHaveLength(1);
+    expect(discord.identifies).toHaveLength(identifies);
   });
 
   it('resumes after RECONNECT and after a close with code 4000, missing nothing', async () => {
-    const before = (await recordedEvents(db)).length;
+    const bob = newUser('bob');
+    await join(bob, { [GUILD_A]: null });
     const session = discord.session(0)!;
+    const { resumes } = session;
+    const identifies = discord.identifies.length;
     discord.requestReconnect(0);
-    discord.changeMember(GUILD_A, BOB.id, { nick: 'Bobo' });
-    discord.changeMember(GUILD_A, BOB.id, { nick: 'Bob O.' });
-    await waitFor('resumed after RECONNECT', () => session.resumes === 2 && discord.isLive(0));
+    discord.changeMember(GUILD_A, bob.id, { nick: 'Bobo' });
+    discord.changeMember(GUILD_A, bob.id, { nick: 'Bob O.' });
+    await waitFor(
+      'resumed after RECONNECT',
+      () => session.resumes === resumes + 1 && discord.isLive(0),
+    );
     discord.disconnect(0, 4000);
-    discord.changeMember(GUILD_A, BOB.id, { nick: null });
-    await waitFor('resumed after 4000', () => session.resumes === 3 && discord.isLive(0));
-    const changes = await changesOnceStored(db, before + 2);
-    expect(changes.slice(before)).toEqual([
-      { userId: BOB.id, type: 'displayname', name: 'Bobo' },
-      { userId: BOB.id, type: 'displayname', name: 'Bob O.' },
+    discord.changeMember(GUILD_A, bob.id, { nick: null });
+    await waitFor('resumed after 4000', () => session.resumes === resumes + 2 && discord.isLive(0));
+    expect(await changesOfOnceStored(fx.db, [bob], 2)).toEqual([
+      { userId: bob.id, type: 'displayname', name: 'Bobo' },
+      { userId: bob.id, type: 'displayname', name: 'Bob O.' },
     ]);
-    expect(discord.identifies).toHaveLength(1);
+    expect(discord.identifies).toHaveLength(identifies);
   });
 
   it('replaces a connection whose heartbeats go unacknowledged, and resumes it', async () => {
-    const before = (await recordedEvents(db)).length;
+    const carol = newUser('carol');
+    await join(carol, { [GUILD_A]: 'Cazz' });
     const session = discord.session(0)!;
-    const resumes = session.resumes;
+    const { resumes } = session;
+    const identifies = discord.identifies.length;
     const zombie = session.connection!;
     discord.ackHeartbeats = false;
-    await waitFor('the zombie connection closed', () => zombie.closeCode !== undefined);
-    discord.ackHeartbeats = true;
-    discord.changeMember(GUILD_A, CAROL.id, { nick: 'Caroline' });
+    try {
+      await waitFor('the zombie connection closed', () => zombie.closeCode !== undefined);
+    } finally {
+      discord.ackHeartbeats = true;
+    }
+    discord.changeMember(GUILD_A, carol.id, { nick: 'Caroline' });
     await waitFor('resumed', () => session.resumes === resumes + 1 && discord.isLive(0));
-    expect(await changesOnceStored(db, before + 1)).toEqual([
-      ...(await recordedChanges(db)).slice(0, before),
-      { userId: CAROL.id, type: 'displayname', name: 'Cazz' },
+    expect(await changesOfOnceStored(fx.db, [carol], 1)).toEqual([
+      { userId: carol.id, type: 'displayname', name: 'Cazz' },
     ]);
-    expect(discord.identifies).toHaveLength(1);
+    expect(discord.identifies).toHaveLength(identifies);
   });
 
   it('finds by reconciliation what changed while a session was lost (INVALID_SESSION)', async () => {
-    const before = (await recordedEvents(db)).length;
+    const dave = newUser('dave', { global_name: 'Dave' });
+    const alice = newUser('alice', { global_name: 'Alice A.' });
+    await join(dave, { [GUILD_A]: null, [GUILD_B]: 'D' });
+    await join(alice, { [GUILD_A]: 'Ali' });
     const runs = reconciliations(logs.messages).length;
+    const identifies = discord.identifies.length;
     discord.startOutage({ sessionsLost: true });
-    discord.changeUser(DAVE.id, { username: 'david', global_name: 'David' });
-    discord.changeMember(GUILD_B, DAVE.id, { nick: 'Dino' });
-    discord.changeUser(ALICE.id, { avatar: 'f00' });
-    await waitFor('the client knocking again', () => discord.connections.some((c) => !c.hello));
+    discord.changeUser(dave.id, { username: 'david', global_name: 'David' });
+    discord.changeMember(GUILD_B, dave.id, { nick: 'Dino' });
+    discord.changeUser(alice.id, { avatar: 'f00' });
+    await waitFor('the client knocking again', knocking);
     discord.endOutage();
     // The RESUME is refused; discord.js identifies anew (after its 5 s identify throttle).
-    await waitFor('a new session', () => discord.identifies.length === 2, { timeoutMs: 20_000 });
+    await waitFor('a new session', () => discord.identifies.length === identifies + 1, {
+      timeoutMs: 20_000,
+    });
     await waitFor(
       'both servers reconciled again',
       () => reconciliations(logs.messages).length === runs + 2,
     );
     expect(reconciliations(logs.messages).slice(runs)).toEqual(
       expect.arrayContaining([
-        { guildId: GUILD_A, members: 4, ms: expect.any(Number), changes: 2 },
-        { guildId: GUILD_B, members: 2, ms: expect.any(Number), changes: 1 },
+        {
+          guildId: GUILD_A,
+          members: discord.guild(GUILD_A).members.length,
+          ms: expect.any(Number),
+          changes: 2,
+        },
+        {
+          guildId: GUILD_B,
+          members: discord.guild(GUILD_B).members.length,
+          ms: expect.any(Number),
+          changes: 1,
+        },
       ]),
     );
-    const changes = (await recordedChanges(db)).slice(before);
+    const changes = await changesOf(fx.db, [dave, alice]);
     expect(changes).toHaveLength(3);
     expect(changes).toEqual(
       expect.arrayContaining([
-        { userId: DAVE.id, type: 'username', name: 'dave' },
-        { userId: DAVE.id, type: 'displayname', name: 'Dave' },
-        { userId: DAVE.id, type: 'displayname', name: 'D' },
+        { userId: dave.id, type: 'username', name: 'dave' },
+        { userId: dave.id, type: 'displayname', name: 'Dave' },
+        { userId: dave.id, type: 'displayname', name: 'D' },
       ]),
     );
   }, 40_000);
 });
 
 describe('the detector while Postgres is down (a TCP proxy in front of it, cut and restored)', () => {
-  let db: TestDatabase;
   let proxy: TcpProxy;
   let discord: FakeDiscord;
-  let app: TestApp;
   let logs: LogCapture;
 
   beforeAll(async () => {
     logs = new LogCapture();
-    db = await TestDatabase.create();
-    const direct = new URL(db.url);
-    proxy = await TcpProxy.start({ host: direct.hostname, port: Number(direct.port || 5432) });
-    const viaProxy = new URL(db.url);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
     discord = await FakeDiscord.start({ guilds: world() });
-    app = await startApp({
-      ...redisEnv(viaProxy.toString()),
-      DISCORD_TOKEN: TEST_DISCORD_TOKEN,
-      DISCORD_API_URL: discord.apiUrl,
-    });
+  });
+
+  const fx = useApp({
+    env: async (db) => {
+      const direct = new URL(db!.url);
+      proxy = await TcpProxy.start({ host: direct.hostname, port: Number(direct.port || 5432) });
+      const viaProxy = new URL(db!.url);
+      viaProxy.hostname = '127.0.0.1';
+      viaProxy.port = String(proxy.port);
+      return {
+        DATABASE_URL: viaProxy.toString(),
+        DISCORD_TOKEN: TEST_DISCORD_TOKEN,
+        DISCORD_API_URL: discord.apiUrl,
+      };
+    },
+  });
+
+  beforeAll(async () => {
     await waitFor('both servers reconciled', () => reconciliations(logs.messages).length === 2);
   });
 
   afterAll(async () => {
-    await app.close();
     await discord.close();
-    await proxy.close();
-    await db.drop();
+    await proxy?.close();
     logs.restore();
   });
 
@@ -195,16 +240,16 @@ describe('the detector while Postgres is down (a TCP proxy in front of it, cut a
       logs.messages.some((m) => m.startsWith('Could not compare and publish')),
     );
     proxy.restore();
-    expect(await changesOnceStored(db, 3)).toEqual([
+    expect(await changesOnceStored(fx.db, 3)).toEqual([
       { userId: ALICE.id, type: 'displayname', name: 'Ali' },
       { userId: ALICE.id, type: 'displayname', name: 'A1' },
       { userId: BOB.id, type: 'username', name: 'bob' },
     ]);
     // A sentinel: once it is stored, nothing before it is still on its way.
     discord.changeMember(GUILD_B, DAVE.id, { nick: 'Dee' });
-    await changesOnceStored(db, 4);
-    expect(await recordedChanges(db)).toHaveLength(4);
-    expect(await knownNames(db)).toEqual(
+    await changesOnceStored(fx.db, 4);
+    expect(await recordedChanges(fx.db)).toHaveLength(4);
+    expect(await knownNames(fx.db)).toEqual(
       expect.arrayContaining([
         { userId: ALICE.id, field: 'nickname', guildId: GUILD_A, name: 'A2' },
         { userId: BOB.id, field: 'username', guildId: '', name: 'bobby' },

@@ -1,18 +1,15 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { GatewayIntentBits } from 'discord.js';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { GatewayIntentBits, type APIUser } from 'discord.js';
 import { Clock } from '../src/detector/clock.js';
-import { redisEnv, startApp, type TestApp } from './support/app.js';
-import { TestDatabase } from './support/database.js';
+import { useApp } from './support/app.js';
 import {
-  changesOnceStored,
+  changesOf,
+  changesOfOnceStored,
+  joined,
   knownNames,
   LogCapture,
+  newUser,
   reconciliations,
-  recordedChanges,
-  recordedEvents,
 } from './support/detector.js';
 import {
   apiMember,
@@ -22,18 +19,14 @@ import {
   TEST_DISCORD_TOKEN,
   type FakeGuild,
 } from './support/fake-discord.js';
-import { http } from './support/http.js';
 import { waitFor } from './support/ports.js';
-import { SseStream } from './support/sse.js';
 
-const LISTEN = '/api/webhooks/prevnames/listen';
 const GUILD_A = '800000000000000001';
 const GUILD_B = '800000000000000002';
 const ALICE = apiUser('700000000000000001', 'alice', { global_name: 'Alice A.' });
 const BOB = apiUser('700000000000000002', 'bob');
 const CAROL = apiUser('700000000000000003', 'carol', { discriminator: '1234' });
 const DAVE = apiUser('700000000000000004', 'dave', { global_name: 'Dave' });
-const NEWCOMER = apiUser('700000000000000005', 'newcomer', { global_name: 'New' });
 
 /** Two servers; the second on shard `shardOfB` (the first is on shard 0). */
 function world(shardOfB = 0): FakeGuild[] {
@@ -59,49 +52,41 @@ class TestClock extends Clock {
   }
 }
 
-async function startDetectorApp(env: Record<string, string | undefined>, clock?: Clock) {
-  return startApp(env, 0, (builder) =>
-    clock ? builder.overrideProvider(Clock).useValue(clock) : builder,
-  );
-}
-
-async function historyOf(app: TestApp, userId: string) {
-  return (await http(`${app.url}/api/users/${userId}/prevnames`)).body;
-}
-
 describe('the detector over the gateway protocol (Postgres, Redis)', () => {
-  let db: TestDatabase;
   let discord: FakeDiscord;
-  let app: TestApp;
   let logs: LogCapture;
   const clock = new TestClock();
-  const streams: SseStream[] = [];
+  const INITIAL = [ALICE, BOB, CAROL, DAVE];
 
   beforeAll(async () => {
     logs = new LogCapture();
-    db = await TestDatabase.create();
     discord = await FakeDiscord.start({
       guilds: world(1),
       shardCount: 2,
       heartbeatIntervalMs: 300,
     });
-    app = await startDetectorApp(
-      { ...redisEnv(db.url), DISCORD_TOKEN: TEST_DISCORD_TOKEN, DISCORD_API_URL: discord.apiUrl },
-      clock,
-    );
+  });
+
+  const fx = useApp({
+    env: () => ({ DISCORD_TOKEN: TEST_DISCORD_TOKEN, DISCORD_API_URL: discord.apiUrl }),
+    customize: (builder) => builder.overrideProvider(Clock).useValue(clock),
+  });
+
+  beforeAll(async () => {
     await waitFor('both servers reconciled', () => reconciliations(logs.messages).length === 2);
   });
 
-  afterEach(() => {
-    for (const stream of streams.splice(0)) stream.close();
-  });
-
   afterAll(async () => {
-    await app.close();
     await discord.close();
-    await db.drop();
     logs.restore();
   });
+
+  /** `user` joins each server of `nicks` with that nickname, and is known there. */
+  const join = async (user: APIUser, nicks: Record<string, string | null>) => {
+    for (const [guildId, nick] of Object.entries(nicks)) {
+      await joined(discord, fx.db, guildId, apiMember(user, { nick }));
+    }
+  };
 
   it('logs in through DISCORD_API_URL, identifies each shard with its intents, and heartbeats', async () => {
     expect(discord.rest).toEqual([
@@ -123,54 +108,60 @@ describe('the detector over the gateway protocol (Postgres, Redis)', () => {
         intents: GatewayIntentBits.Guilds | GatewayIntentBits.GuildMembers,
       });
     }
-    await waitFor('heartbeats acknowledged on both shards', () =>
-      discord.identifies.every((connection) => connection.heartbeatAcks >= 2),
+    const acks = discord.identifies.map((connection) => connection.heartbeatAcks);
+    await waitFor('two more heartbeats acknowledged on both shards', () =>
+      discord.identifies.every((connection, i) => connection.heartbeatAcks >= acks[i] + 2),
     );
     expect(discord.breaches).toEqual([]);
   });
 
   it('records nothing at the first sighting, and knows every name it saw but the bot', async () => {
-    expect(reconciliations(logs.messages)).toEqual(
+    expect(reconciliations(logs.messages).slice(0, 2)).toEqual(
       expect.arrayContaining([
         { guildId: GUILD_A, members: 4, ms: expect.any(Number), changes: 0 },
         { guildId: GUILD_B, members: 2, ms: expect.any(Number), changes: 0 },
       ]),
     );
-    expect(await recordedEvents(db)).toEqual([]);
-    const known = await knownNames(db);
+    expect(await changesOf(fx.db, INITIAL)).toEqual([]);
+    const initialIds = new Set(INITIAL.map((user) => user.id));
+    const known = (await knownNames(fx.db)).filter((k) => initialIds.has(k.userId));
     expect(known.filter((k) => k.userId === ALICE.id)).toEqual([
       { userId: ALICE.id, field: 'global_name', guildId: '', name: 'Alice A.' },
       { userId: ALICE.id, field: 'nickname', guildId: GUILD_A, name: 'Ali' },
       { userId: ALICE.id, field: 'nickname', guildId: GUILD_B, name: null },
       { userId: ALICE.id, field: 'username', guildId: '', name: 'alice' },
     ]);
-    expect(known.some((k) => k.userId === BOT_USER.id)).toBe(false);
+    expect((await knownNames(fx.db)).some((k) => k.userId === BOT_USER.id)).toBe(false);
     expect(known).toHaveLength(4 * 3 + 1 + 1);
   });
 
   it('sends a username change, seen through two servers, to a listener once, and records it', async () => {
-    const stream = await SseStream.open(`${app.url}${LISTEN}`);
-    streams.push(stream);
+    // Set before the first sighting: an observation older than the known name is stale.
+    clock.time = new Date('2025-03-04T05:06:07.089Z');
+    const user = newUser('alice', { global_name: 'Alice A.' });
+    const marker = newUser('dave', { global_name: 'Dave' });
+    await join(user, { [GUILD_A]: 'Ali', [GUILD_B]: null });
+    await join(marker, { [GUILD_B]: 'D' });
+    const stream = await fx.listen();
     expect(stream.status).toBe(200);
     await stream.until((s) => s.raw.length > 0);
-    clock.time = new Date('2025-03-04T05:06:07.089Z');
 
-    discord.changeUser(ALICE.id, { username: 'alice_new' });
+    discord.changeUser(user.id, { username: 'alice_new' });
     await stream.untilEvents(1);
     const [{ id }] = stream.events;
     expect(stream.raw).toContain(
-      `id: ${id}\ndata: {"userId":"${ALICE.id}","type":"username","name":"alice","changedAt":"2025-03-04T05:06:07.089Z"}\n\n`,
+      `id: ${id}\ndata: {"userId":"${user.id}","type":"username","name":"alice","changedAt":"2025-03-04T05:06:07.089Z"}\n\n`,
     );
     // A sentinel behind the second server's update, on its shard: live updates are compared
     // in the order they arrive, so had that update been recorded it would come first.
-    discord.changeMember(GUILD_B, DAVE.id, { nick: 'Dee' });
+    discord.changeMember(GUILD_B, marker.id, { nick: 'Dee' });
     await stream.untilEvents(2);
     expect(stream.events.map((e) => e.data)).toEqual([
-      { userId: ALICE.id, type: 'username', name: 'alice', changedAt: '2025-03-04T05:06:07.089Z' },
-      { userId: DAVE.id, type: 'displayname', name: 'D', changedAt: '2025-03-04T05:06:07.089Z' },
+      { userId: user.id, type: 'username', name: 'alice', changedAt: '2025-03-04T05:06:07.089Z' },
+      { userId: marker.id, type: 'displayname', name: 'D', changedAt: '2025-03-04T05:06:07.089Z' },
     ]);
-    expect(await historyOf(app, ALICE.id)).toEqual({
-      userId: ALICE.id,
+    expect((await fx.history(user.id)).body).toEqual({
+      userId: user.id,
       prevnames: [{ type: 'username', name: 'alice', changedAt: '2025-03-04T05:06:07.089Z' }],
       code: 200,
     });
@@ -178,45 +169,59 @@ describe('the detector over the gateway protocol (Postgres, Redis)', () => {
 
   it('records a global display name, a nickname reset and a move off the legacy name#1234, once each', async () => {
     clock.time = new Date('2025-03-04T06:00:00.000Z');
-    const before = (await recordedEvents(db)).length;
-    discord.changeUser(ALICE.id, { global_name: null });
-    discord.changeMember(GUILD_A, ALICE.id, { nick: null });
-    discord.changeUser(CAROL.id, { discriminator: '0' });
-    await waitFor('3 more events', async () => (await recordedEvents(db)).length === before + 3);
-    expect((await recordedChanges(db)).slice(before)).toEqual([
-      { userId: ALICE.id, type: 'displayname', name: 'Alice A.' },
-      { userId: ALICE.id, type: 'displayname', name: 'Ali' },
-      { userId: CAROL.id, type: 'username', name: 'carol#1234' },
+    const alice = newUser('alice', { global_name: 'Alice A.' });
+    const carol = newUser('carol', { discriminator: '1234' });
+    await join(alice, { [GUILD_A]: 'Ali' });
+    await join(carol, { [GUILD_A]: 'Caz' });
+    discord.changeUser(alice.id, { global_name: null });
+    discord.changeMember(GUILD_A, alice.id, { nick: null });
+    discord.changeUser(carol.id, { discriminator: '0' });
+    expect(await changesOfOnceStored(fx.db, [alice, carol], 3)).toEqual([
+      { userId: alice.id, type: 'displayname', name: 'Alice A.' },
+      { userId: alice.id, type: 'displayname', name: 'Ali' },
+      { userId: carol.id, type: 'username', name: 'carol#1234' },
     ]);
   });
 
   it("records nothing for an avatar, the bot's own member, a first sighting or a first name", async () => {
     clock.time = new Date('2025-03-04T07:00:00.000Z');
-    const before = (await recordedEvents(db)).length;
-    discord.changeUser(DAVE.id, { avatar: 'a1b2c3' });
+    const dave = newUser('dave', { global_name: 'Dave' });
+    const bob = newUser('bob');
+    const alice = newUser('alice', { global_name: 'Alice A.' });
+    const newcomer = newUser('newcomer', { global_name: 'New' });
+    const carol = newUser('carol');
+    const dino = newUser('dino');
+    await join(dave, { [GUILD_A]: null });
+    await join(bob, { [GUILD_A]: null });
+    await join(alice, { [GUILD_B]: null });
+    await join(carol, { [GUILD_A]: 'Caz' });
+    await join(dino, { [GUILD_B]: 'D' });
+    const users = [dave, bob, alice, newcomer, carol, dino, BOT_USER];
+
+    discord.changeUser(dave.id, { avatar: 'a1b2c3' });
     discord.changeBot(GUILD_A, { nick: 'Renamed bot' });
     discord.changeBot(GUILD_A, { nick: null });
-    discord.addMember(GUILD_A, apiMember(NEWCOMER, { nick: 'Newbie' }));
-    discord.changeUser(BOB.id, { global_name: 'Bobby' });
-    discord.changeMember(GUILD_B, ALICE.id, { nick: 'Al' });
+    discord.addMember(GUILD_A, apiMember(newcomer, { nick: 'Newbie' }));
+    discord.changeUser(bob.id, { global_name: 'Bobby' });
+    discord.changeMember(GUILD_B, alice.id, { nick: 'Al' });
     // One sentinel per shard: live updates are compared in the order they arrive, so once
     // both are stored everything before them was compared.
-    discord.changeMember(GUILD_A, CAROL.id, { nick: 'Cazz' });
-    discord.changeMember(GUILD_B, DAVE.id, { nick: 'Dino' });
-    const changes = await changesOnceStored(db, before + 2);
-    expect(changes.slice(before)).toEqual(
+    discord.changeMember(GUILD_A, carol.id, { nick: 'Cazz' });
+    discord.changeMember(GUILD_B, dino.id, { nick: 'Dino' });
+    const changes = await changesOfOnceStored(fx.db, users, 2);
+    expect(changes).toEqual(
       expect.arrayContaining([
-        { userId: CAROL.id, type: 'displayname', name: 'Caz' },
-        { userId: DAVE.id, type: 'displayname', name: 'Dee' },
+        { userId: carol.id, type: 'displayname', name: 'Caz' },
+        { userId: dino.id, type: 'displayname', name: 'D' },
       ]),
     );
-    expect(changes).toHaveLength(before + 2);
-    const known = await knownNames(db);
+    expect(changes).toHaveLength(2);
+    const known = await knownNames(fx.db);
     expect(known).toEqual(
       expect.arrayContaining([
-        { userId: NEWCOMER.id, field: 'nickname', guildId: GUILD_A, name: 'Newbie' },
-        { userId: BOB.id, field: 'global_name', guildId: '', name: 'Bobby' },
-        { userId: ALICE.id, field: 'nickname', guildId: GUILD_B, name: 'Al' },
+        { userId: newcomer.id, field: 'nickname', guildId: GUILD_A, name: 'Newbie' },
+        { userId: bob.id, field: 'global_name', guildId: '', name: 'Bobby' },
+        { userId: alice.id, field: 'nickname', guildId: GUILD_B, name: 'Al' },
       ]),
     );
     expect(known.some((k) => k.userId === BOT_USER.id)).toBe(false);
@@ -224,31 +229,29 @@ describe('the detector over the gateway protocol (Postgres, Redis)', () => {
 });
 
 describe('the detector on the embedded defaults (PGlite, no Redis) behind a gateway address of its own', () => {
-  let dataDir: string;
   let discord: FakeDiscord;
-  let app: TestApp;
   let logs: LogCapture;
 
   beforeAll(async () => {
     logs = new LogCapture();
-    dataDir = await mkdtemp(join(tmpdir(), 'detector-e2e-'));
     // GET /gateway/bot names an address nothing listens on: DISCORD_GATEWAY_URL wins over it.
     discord = await FakeDiscord.start({
       guilds: world(),
       advertisedGatewayUrl: 'ws://127.0.0.1:9',
     });
-    app = await startDetectorApp({
-      DATA_DIR: dataDir,
+  });
+
+  const fx = useApp({
+    backend: 'embedded',
+    env: () => ({
       DISCORD_TOKEN: TEST_DISCORD_TOKEN,
       DISCORD_API_URL: `${discord.apiUrl}/`,
       DISCORD_GATEWAY_URL: discord.gatewayUrl,
-    });
+    }),
   });
 
   afterAll(async () => {
-    await app.close();
     await discord.close();
-    await rm(dataDir, { recursive: true, force: true });
     logs.restore();
   });
 
@@ -258,9 +261,9 @@ describe('the detector on the embedded defaults (PGlite, no Redis) behind a gate
     discord.changeUser(ALICE.id, { global_name: 'Alice B.' });
     await waitFor(
       'the change in the history',
-      async () => ((await historyOf(app, ALICE.id)) as { prevnames: unknown[] }).prevnames.length,
+      async () => (await fx.history(ALICE.id)).body.prevnames.length > 0,
     );
-    expect(await historyOf(app, ALICE.id)).toEqual({
+    expect((await fx.history(ALICE.id)).body).toEqual({
       userId: ALICE.id,
       prevnames: [{ type: 'displayname', name: 'Alice A.', changedAt: expect.any(String) }],
       code: 200,

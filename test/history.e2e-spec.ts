@@ -1,57 +1,38 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { NameChangeEvent } from '../src/name-events/name-change-event.entity.js';
-import { startApp, type TestApp } from './support/app.js';
-import { TestDatabase } from './support/database.js';
+import { useApp, type Backend } from './support/app.js';
 import { http } from './support/http.js';
 
 type Seed = Pick<NameChangeEvent, 'userId' | 'type' | 'name'> & { changedAt: string };
 
-interface Backend {
-  name: string;
-  start(): Promise<{ app: TestApp; cleanup(): Promise<void> }>;
-}
-
-const backends: Backend[] = [
-  {
-    name: 'PostgreSQL',
-    start: async () => {
-      const db = await TestDatabase.create();
-      const app = await startApp({ DATABASE_URL: db.url });
-      return { app, cleanup: () => db.drop() };
-    },
-  },
-  {
-    name: 'embedded PGlite',
-    start: async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), 'history-e2e-'));
-      const app = await startApp({ DATA_DIR: dataDir });
-      return { app, cleanup: () => rm(dataDir, { recursive: true, force: true }) };
-    },
-  },
+const backends: { name: string; backend: Backend }[] = [
+  { name: 'PostgreSQL', backend: 'postgres' },
+  { name: 'embedded PGlite', backend: 'embedded' },
 ];
 
-describe.each(backends)('GET /api/users/:userId/prevnames on $name', (backend) => {
-  let app: TestApp;
-  let cleanup: () => Promise<void>;
+describe.each(backends)('GET /api/users/:userId/prevnames on $name', ({ backend }) => {
+  const fx = useApp({ backend });
 
   const seed = (rows: Seed[]) =>
-    app.app
+    fx.app
       .get(DataSource)
       .getRepository(NameChangeEvent)
       .insert(rows.map((row) => ({ ...row, changedAt: new Date(row.changedAt) })));
-  const history = (path: string) => http(`${app.url}/api/users/${path}`);
-
-  beforeAll(async () => {
-    ({ app, cleanup } = await backend.start());
-  });
-
-  afterAll(async () => {
-    await app.close();
-    await cleanup();
-  });
+  const history = (path: string) => http(`${fx.url}/api/users/${path}`);
+  /** Four names of `userId`, stored out of order, and one of another user. */
+  const seedFourNames = (userId: string) =>
+    seed([
+      { userId, type: 'username', name: 'third', changedAt: '2024-06-07T15:30:00.000Z' },
+      { userId, type: 'displayname', name: 'fourth', changedAt: '2024-06-07T15:30:00.000Z' },
+      { userId, type: 'username', name: 'first', changedAt: '2023-01-01T00:00:00.000Z' },
+      { userId, type: 'username', name: 'second', changedAt: '2024-06-07T17:29:59.999+02:00' },
+      {
+        userId: `not-${userId}`,
+        type: 'username',
+        name: 'not mine',
+        changedAt: '2024-01-01T00:00:00.000Z',
+      },
+    ]);
 
   it('answers an empty history for an unknown user', async () => {
     const res = await history('123/prevnames');
@@ -61,28 +42,7 @@ describe.each(backends)('GET /api/users/:userId/prevnames on $name', (backend) =
   });
 
   it('orders by changedAt, then by storage order for equal timestamps', async () => {
-    await seed([
-      { userId: 'order', type: 'username', name: 'third', changedAt: '2024-06-07T15:30:00.000Z' },
-      {
-        userId: 'order',
-        type: 'displayname',
-        name: 'fourth',
-        changedAt: '2024-06-07T15:30:00.000Z',
-      },
-      { userId: 'order', type: 'username', name: 'first', changedAt: '2023-01-01T00:00:00.000Z' },
-      {
-        userId: 'order',
-        type: 'username',
-        name: 'second',
-        changedAt: '2024-06-07T17:29:59.999+02:00',
-      },
-      {
-        userId: 'other',
-        type: 'username',
-        name: 'not mine',
-        changedAt: '2024-01-01T00:00:00.000Z',
-      },
-    ]);
+    await seedFourNames('order');
     const res = await history('order/prevnames');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -98,19 +58,20 @@ describe.each(backends)('GET /api/users/:userId/prevnames on $name', (backend) =
   });
 
   it('pages with limit, before and after', async () => {
-    const page = await history('order/prevnames?limit=2&after=2023-01-01T00:00:00.000Z');
+    await seedFourNames('paged');
+    const page = await history('paged/prevnames?limit=2&after=2023-01-01T00:00:00.000Z');
     expect(page.status).toBe(200);
     expect(page.body).toEqual({
-      userId: 'order',
+      userId: 'paged',
       prevnames: [
         { type: 'username', name: 'second', changedAt: '2024-06-07T15:29:59.999Z' },
         { type: 'username', name: 'third', changedAt: '2024-06-07T15:30:00.000Z' },
       ],
       code: 200,
     });
-    const before = await history('order/prevnames?before=2024-06-07T17:30:00%2B02:00');
+    const before = await history('paged/prevnames?before=2024-06-07T17:30:00%2B02:00');
     expect(before.body).toEqual({
-      userId: 'order',
+      userId: 'paged',
       prevnames: [
         { type: 'username', name: 'first', changedAt: '2023-01-01T00:00:00.000Z' },
         { type: 'username', name: 'second', changedAt: '2024-06-07T15:29:59.999Z' },
@@ -197,50 +158,47 @@ describe.each(backends)('GET /api/users/:userId/prevnames on $name', (backend) =
   });
 
   it('answers unknown routes and methods with the error body', async () => {
-    const unknown = await http(`${app.url}/api/nope`);
+    const unknown = await http(`${fx.url}/api/nope`);
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(unknown.body).toEqual({ message: 'Cannot GET /api/nope', code: 404 });
-    const outside = await http(`${app.url}/nope.js`);
+    const outside = await http(`${fx.url}/nope.js`);
     expect(outside.status).toBe(404);
     expect(outside.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(outside.body).toEqual({ message: 'Cannot GET /nope.js', code: 404 });
-    const postRoot = await http(`${app.url}/`, { method: 'POST' });
+    const postRoot = await http(`${fx.url}/`, { method: 'POST' });
     expect(postRoot.status).toBe(404);
     expect(postRoot.body).toEqual({ message: 'Cannot POST /', code: 404 });
-    const method = await http(`${app.url}/api/users/123/prevnames`, { method: 'DELETE' });
+    const method = await http(`${fx.url}/api/users/123/prevnames`, { method: 'DELETE' });
     expect(method.status).toBe(404);
     expect(method.body).toEqual({ message: 'Cannot DELETE /api/users/123/prevnames', code: 404 });
   });
 
   it('reports ready with the database up', async () => {
-    const ready = await http(`${app.url}/api/health/ready`);
+    const ready = await http(`${fx.url}/api/health/ready`);
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({ status: 'ok', details: { database: { status: 'up' } } });
-    const live = await http(`${app.url}/api/health/live`);
+    const live = await http(`${fx.url}/api/health/live`);
     expect(live.status).toBe(200);
     expect(live.body).toEqual({ status: 'ok' });
   });
 });
 
 describe('GET /api/users/:userId/prevnames with the database unreachable', () => {
-  let app: TestApp;
-
-  beforeAll(async () => {
-    // Port 1 on loopback: nothing listens there, so every connection is refused.
-    app = await startApp({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test' });
+  // Port 1 on loopback: nothing listens there, so every connection is refused.
+  const fx = useApp({
+    backend: 'postgres',
+    env: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test' },
   });
 
-  afterAll(() => app.close());
-
   it('answers 500 with the contract body, and readiness says why', async () => {
-    const res = await http(`${app.url}/api/users/123/prevnames`);
+    const res = await http(`${fx.url}/api/users/123/prevnames`);
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ message: 'Internal server error', code: 500 });
-    const ready = await http(`${app.url}/api/health/ready`);
+    const ready = await http(`${fx.url}/api/health/ready`);
     expect(ready.status).toBe(503);
     expect(ready.body).toEqual({ message: 'Not ready: database unavailable', code: 503 });
-    const live = await http(`${app.url}/api/health/live`);
+    const live = await http(`${fx.url}/api/health/live`);
     expect(live.status).toBe(200);
   });
 });

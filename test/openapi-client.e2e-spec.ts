@@ -1,8 +1,7 @@
 import createClient from 'openapi-fetch';
 import { readFileSync } from 'node:fs';
 import type { components, paths } from './generated/openapi.js';
-import { redisEnv, startApp, type TestApp } from './support/app.js';
-import { TestDatabase } from './support/database.js';
+import { useApp } from './support/app.js';
 import { http } from './support/http.js';
 import { assertMatchesSchema } from './support/openapi-contract.js';
 import { SseStream } from './support/sse.js';
@@ -22,23 +21,15 @@ const dataIsTheEvent: NonNullable<ListenMessage['data']> extends StreamedEvent ?
 
 /** The client users generate from the committed document (see README), against the real app. */
 describe('a client generated from the OpenAPI document', () => {
-  let db: TestDatabase;
-  let app: TestApp;
+  const fx = useApp();
   let client: ReturnType<typeof createClient<paths>>;
 
-  beforeAll(async () => {
-    db = await TestDatabase.create();
-    app = await startApp(redisEnv(db.url));
-    client = createClient<paths>({ baseUrl: app.url });
-  });
-
-  afterAll(async () => {
-    await app.close();
-    await db.drop();
+  beforeAll(() => {
+    client = createClient<paths>({ baseUrl: fx.url });
   });
 
   it('publishes a typed event and reads it back from the history', async () => {
-    const stream = await SseStream.open(`${app.url}/api/webhooks/prevnames/listen`);
+    const stream = await fx.listen();
     const event: NameChangeEvent = {
       userId: 'client-1',
       type: 'displayname',
@@ -49,7 +40,6 @@ describe('a client generated from the OpenAPI document', () => {
     expect(published.response.status).toBe(200);
     expect(published.data).toEqual({ success: true });
     await stream.untilEvents(1);
-    stream.close();
 
     const { data, error, response } = await client.GET('/api/users/{userId}/prevnames', {
       params: { path: { userId: 'client-1' }, query: { limit: 10 } },
@@ -66,7 +56,7 @@ describe('a client generated from the OpenAPI document', () => {
   it('types the stream: each message, and the event in its data, as the document names them', async () => {
     expect([messageIsNamed, dataIsTheEvent]).toEqual([true, true]);
     const stream = await SseStream.open(
-      `${app.url}/api/webhooks/prevnames/listen?userId=client-stream`,
+      `${fx.url}/api/webhooks/prevnames/listen?userId=client-stream`,
     );
     const sent: StreamedEvent = {
       userId: 'client-stream',
@@ -107,6 +97,7 @@ describe('a client generated from the OpenAPI document', () => {
     };
     expect(error).toEqual(expected);
 
+    await fx.untilNobodyListens();
     const nobody = await client.POST('/api/webhooks/prevnames', {
       body: {
         userId: 'client-2',
@@ -124,10 +115,10 @@ describe('a client generated from the OpenAPI document', () => {
 
   it('serves the committed document at /api/docs-json and Swagger UI at /api/docs', async () => {
     const committed = JSON.parse(readFileSync('openapi/openapi.json', 'utf8')) as unknown;
-    const served = await http(`${app.url}/api/docs-json`);
+    const served = await http(`${fx.url}/api/docs-json`);
     expect(served.status).toBe(200);
     expect(served.body).toEqual(committed);
-    const ui = await http(`${app.url}/api/docs`);
+    const ui = await http(`${fx.url}/api/docs`);
     expect(ui.status).toBe(200);
     expect(ui.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(ui.text).toContain('swagger-ui');

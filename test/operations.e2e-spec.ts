@@ -1,15 +1,9 @@
-import { redisEnv, startApp, type TestApp, uniqueRedisPrefix } from './support/app.js';
-import { TestDatabase } from './support/database.js';
+import { PUBLISH } from './support/api.js';
+import { useApp, type TestApp } from './support/app.js';
+import { nameEvent, uniqueUserId } from './support/events.js';
 import { http, post } from './support/http.js';
-import { SseStream } from './support/sse.js';
 
 const TOKEN = 'a-long-enough-publish-token';
-const LISTEN = '/api/webhooks/prevnames/listen';
-const PUBLISH = '/api/webhooks/prevnames';
-
-function event(userId: string, name = 'old') {
-  return { userId, type: 'username', name, changedAt: '2024-06-07T15:30:00.000Z' };
-}
 
 /** The value of one sample line of the Prometheus text, e.g. `name{label="x"}`. */
 function sample(metrics: string, series: string): number | undefined {
@@ -18,27 +12,11 @@ function sample(metrics: string, series: string): number | undefined {
 }
 
 describe('operations and security', () => {
-  let db: TestDatabase;
-  let app: TestApp;
-  let limitedA: TestApp;
-  let limitedB: TestApp;
-
-  beforeAll(async () => {
-    db = await TestDatabase.create();
-    app = await startApp({
-      ...redisEnv(db.url),
+  const fx = useApp({
+    env: {
       PUBLISH_TOKEN: TOKEN,
       CORS_ORIGINS: 'https://allowed.example, https://other.example',
-    });
-    const shared = redisEnv(db.url, uniqueRedisPrefix());
-    const limits = { PUBLISH_RATE_LIMIT: '3', PUBLISH_RATE_WINDOW_MS: '60000' };
-    limitedA = await startApp({ ...shared, ...limits });
-    limitedB = await startApp({ ...shared, ...limits });
-  });
-
-  afterAll(async () => {
-    await Promise.all([app.close(), limitedA.close(), limitedB.close()]);
-    await db.drop();
+    },
   });
 
   describe('PUBLISH_TOKEN', () => {
@@ -47,33 +25,31 @@ describe('operations and security', () => {
       ['a wrong token', { authorization: `Bearer ${TOKEN}x` }],
       ['another scheme', { authorization: `Basic ${TOKEN}` }],
     ])('answers 401 with %s, storing nothing', async (_case, headers) => {
-      const res = await post(`${app.url}${PUBLISH}`, event('auth-refused'), headers);
+      const body = nameEvent();
+      const res = await fx.publish(body, headers);
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ message: 'Missing or invalid bearer token', code: 401 });
       expect(
-        await db.query('SELECT 1 FROM name_change_events WHERE user_id = $1', ['auth-refused']),
+        await fx.db.query('SELECT 1 FROM name_change_events WHERE user_id = $1', [body.userId]),
       ).toEqual([]);
     });
 
     it('accepts the right bearer token', async () => {
-      const stream = await SseStream.open(`${app.url}${LISTEN}`);
-      const res = await post(`${app.url}${PUBLISH}`, event('auth-ok'), {
-        authorization: `Bearer ${TOKEN}`,
-      });
+      const stream = await fx.listen();
+      const res = await fx.publish(nameEvent(), { authorization: `Bearer ${TOKEN}` });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ success: true });
       await stream.untilEvents(1);
-      stream.close();
     });
 
     it('leaves the other routes open', async () => {
-      expect((await http(`${app.url}/api/users/auth-ok/prevnames`)).status).toBe(200);
+      expect((await fx.history(uniqueUserId())).status).toBe(200);
     });
   });
 
   describe('headers', () => {
     it('sends helmet headers on JSON routes', async () => {
-      const res = await http(`${app.url}/api/users/1/prevnames`);
+      const res = await http(`${fx.url}/api/users/1/prevnames`);
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
       expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
       expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
@@ -82,24 +58,21 @@ describe('operations and security', () => {
     });
 
     it('echoes a sane X-Request-Id', async () => {
-      const res = await http(`${app.url}/api/users/1/prevnames`, {
+      const res = await http(`${fx.url}/api/users/1/prevnames`, {
         headers: { 'x-request-id': 'trace-42' },
       });
       expect(res.headers.get('x-request-id')).toBe('trace-42');
     });
 
     it('allows the configured origins, on JSON routes and on the stream', async () => {
-      const json = await http(`${app.url}/api/users/1/prevnames`, {
+      const json = await http(`${fx.url}/api/users/1/prevnames`, {
         headers: { origin: 'https://allowed.example' },
       });
       expect(json.headers.get('access-control-allow-origin')).toBe('https://allowed.example');
-      const stream = await SseStream.open(`${app.url}${LISTEN}`, {
-        origin: 'https://other.example',
-      });
+      const stream = await fx.listen('', { origin: 'https://other.example' });
       expect(stream.status).toBe(200);
       expect(stream.headers['access-control-allow-origin']).toBe('https://other.example');
-      stream.close();
-      const preflight = await http(`${app.url}${PUBLISH}`, {
+      const preflight = await http(`${fx.url}${PUBLISH}`, {
         method: 'OPTIONS',
         headers: {
           origin: 'https://allowed.example',
@@ -115,7 +88,7 @@ describe('operations and security', () => {
     });
 
     it('gives other origins no CORS headers', async () => {
-      const res = await http(`${app.url}/api/users/1/prevnames`, {
+      const res = await http(`${fx.url}/api/users/1/prevnames`, {
         headers: { origin: 'https://evil.example' },
       });
       expect(res.status).toBe(200);
@@ -123,39 +96,9 @@ describe('operations and security', () => {
     });
   });
 
-  describe('publish rate limit', () => {
-    it('answers 429 with Retry-After past the limit, counted across instances', async () => {
-      const stream = await SseStream.open(`${limitedA.url}${LISTEN}`);
-      const statuses = [];
-      for (const [i, target] of [limitedA, limitedB, limitedA].entries()) {
-        statuses.push((await post(`${target.url}${PUBLISH}`, event('limited', `n${i}`))).status);
-      }
-      expect(statuses).toEqual([200, 200, 200]);
-      const refused = await post(`${limitedB.url}${PUBLISH}`, event('limited', 'n3'));
-      expect(refused.status).toBe(429);
-      expect(refused.body).toEqual({
-        message: 'Too many requests: the publish rate limit is exceeded',
-        code: 429,
-      });
-      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-      expect(
-        await db.query('SELECT name FROM name_change_events WHERE user_id = $1 ORDER BY id', [
-          'limited',
-        ]),
-      ).toEqual([{ name: 'n0' }, { name: 'n1' }, { name: 'n2' }]);
-      stream.close();
-    });
-
-    it('does not limit reads', async () => {
-      for (let i = 0; i < 5; i++) {
-        expect((await http(`${limitedB.url}/api/users/limited/prevnames`)).status).toBe(200);
-      }
-    });
-  });
-
   describe('readiness and metrics', () => {
     it('reports the database and Redis in readiness', async () => {
-      const ready = await http(`${app.url}/api/health/ready`);
+      const ready = await http(`${fx.url}/api/health/ready`);
       expect(ready.status).toBe(200);
       expect(ready.body).toEqual({
         status: 'ok',
@@ -164,19 +107,18 @@ describe('operations and security', () => {
     });
 
     it('exposes Prometheus metrics that follow what happens', async () => {
-      const before = (await http(`${app.url}/api/metrics`)).text;
+      await fx.untilNobodyListens();
+      const before = (await http(`${fx.url}/api/metrics`)).text;
       expect(sample(before, 'name_history_sse_listeners')).toBe(0);
       expect(sample(before, 'name_history_dependency_up{dependency="postgres"}')).toBe(1);
       expect(sample(before, 'name_history_dependency_up{dependency="redis"}')).toBe(1);
       const stored = sample(before, 'name_history_events_stored_total') ?? 0;
 
-      const stream = await SseStream.open(`${app.url}${LISTEN}`);
-      const res = await post(`${app.url}${PUBLISH}`, event('metrics'), {
-        authorization: `Bearer ${TOKEN}`,
-      });
+      const stream = await fx.listen();
+      const res = await fx.publish(nameEvent(), { authorization: `Bearer ${TOKEN}` });
       expect(res.status).toBe(200);
       await stream.untilEvents(1);
-      const after = await http(`${app.url}/api/metrics`);
+      const after = await http(`${fx.url}/api/metrics`);
       expect(after.status).toBe(200);
       expect(after.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
       expect(sample(after.text, 'name_history_sse_listeners')).toBe(1);
@@ -188,33 +130,76 @@ describe('operations and security', () => {
         sample(after.text, 'name_history_publish_to_delivery_seconds_count'),
       ).toBeGreaterThanOrEqual(1);
       expect(after.text).toContain('process_resident_memory_bytes');
-      stream.close();
+    });
+  });
+});
+
+describe('the publish rate limit (PUBLISH_RATE_LIMIT), over two instances', () => {
+  // Each test has instances of its own: the limit is counted in Redis under their prefix.
+  const limits = { PUBLISH_RATE_LIMIT: '3', PUBLISH_RATE_WINDOW_MS: '60000' };
+
+  describe('posting', () => {
+    const fx = useApp({ env: limits });
+    let limitedA: TestApp;
+    let limitedB: TestApp;
+    beforeAll(async () => {
+      limitedA = fx.instance;
+      limitedB = await fx.startInstance();
+    });
+
+    it('answers 429 with Retry-After past the limit, counted across instances', async () => {
+      await fx.listen();
+      const userId = uniqueUserId('limited');
+      const statuses = [];
+      for (const [i, target] of [limitedA, limitedB, limitedA].entries()) {
+        statuses.push(
+          (await post(`${target.url}${PUBLISH}`, nameEvent({ userId, name: `n${i}` }))).status,
+        );
+      }
+      expect(statuses).toEqual([200, 200, 200]);
+      const refused = await post(`${limitedB.url}${PUBLISH}`, nameEvent({ userId, name: 'n3' }));
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({
+        message: 'Too many requests: the publish rate limit is exceeded',
+        code: 429,
+      });
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(
+        await fx.db.query('SELECT name FROM name_change_events WHERE user_id = $1 ORDER BY id', [
+          userId,
+        ]),
+      ).toEqual([{ name: 'n0' }, { name: 'n1' }, { name: 'n2' }]);
+    });
+  });
+
+  describe('reading', () => {
+    const fx = useApp({ env: limits });
+
+    it('does not limit reads', async () => {
+      await fx.listen();
+      const userId = uniqueUserId('limited');
+      for (let i = 0; i < 3; i++) {
+        expect((await fx.publish(nameEvent({ userId, name: `n${i}` }))).status).toBe(200);
+      }
+      expect((await fx.publish(nameEvent({ userId, name: 'n3' }))).status).toBe(429);
+      for (let i = 0; i < 5; i++) {
+        expect((await fx.history(userId)).status).toBe(200);
+      }
     });
   });
 });
 
 describe('readiness with Redis unreachable', () => {
-  let db: TestDatabase;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    db = await TestDatabase.create();
-    app = await startApp({ DATABASE_URL: db.url, REDIS_URL: 'redis://127.0.0.1:1' });
-  });
-
-  afterAll(async () => {
-    await app.close();
-    await db.drop();
-  });
+  const fx = useApp({ backend: 'postgres', env: { REDIS_URL: 'redis://127.0.0.1:1' } });
 
   it('answers 503 naming Redis', async () => {
-    const ready = await http(`${app.url}/api/health/ready`);
+    const ready = await http(`${fx.url}/api/health/ready`);
     expect(ready.status).toBe(503);
     expect(ready.body).toEqual({ message: 'Not ready: redis unavailable', code: 503 });
   });
 
   it('keeps the history readable', async () => {
-    const res = await http(`${app.url}/api/users/1/prevnames`);
+    const res = await http(`${fx.url}/api/users/1/prevnames`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ userId: '1', prevnames: [], code: 200 });
   });

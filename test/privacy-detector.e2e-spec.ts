@@ -1,16 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Clock } from '../src/detector/clock.js';
-import { redisEnv, startApp, type TestApp } from './support/app.js';
-import { TestDatabase } from './support/database.js';
+import { useApp } from './support/app.js';
 import { knownNames, LogCapture, reconciliations } from './support/detector.js';
 import { apiMember, apiUser, FakeDiscord, TEST_DISCORD_TOKEN } from './support/fake-discord.js';
-import { http } from './support/http.js';
 import { waitFor } from './support/ports.js';
-import { SseStream } from './support/sse.js';
+import { admin, ADMIN_TOKEN } from './support/privacy.js';
 
-const TOKEN = 'an-admin-token-for-the-detector';
-const AUTH = { authorization: `Bearer ${TOKEN}` };
-const LISTEN = '/api/webhooks/prevnames/listen';
 const GUILD = '800000000000000001';
 const ALICE = apiUser('700000000000000001', 'alice');
 const BOB = apiUser('700000000000000002', 'bob');
@@ -23,47 +18,41 @@ class FixedClock extends Clock {
 }
 
 describe('the detector and opted-out users (Postgres, Redis, the gateway protocol)', () => {
-  let db: TestDatabase;
   let discord: FakeDiscord;
-  let app: TestApp;
   let logs: LogCapture;
 
   beforeAll(async () => {
     logs = new LogCapture();
-    db = await TestDatabase.create();
     discord = await FakeDiscord.start({
       guilds: [{ id: GUILD, members: [apiMember(ALICE), apiMember(BOB)] }],
       heartbeatIntervalMs: 300,
     });
-    app = await startApp(
-      {
-        ...redisEnv(db.url),
-        DISCORD_TOKEN: TEST_DISCORD_TOKEN,
-        DISCORD_API_URL: discord.apiUrl,
-        ADMIN_TOKEN: TOKEN,
-      },
-      0,
-      (builder) => builder.overrideProvider(Clock).useValue(new FixedClock()),
-    );
+  });
+
+  const fx = useApp({
+    env: () => ({
+      DISCORD_TOKEN: TEST_DISCORD_TOKEN,
+      DISCORD_API_URL: discord.apiUrl,
+      ADMIN_TOKEN,
+    }),
+    customize: (builder) => builder.overrideProvider(Clock).useValue(new FixedClock()),
+  });
+
+  beforeAll(async () => {
     await waitFor('the server reconciled', () => reconciliations(logs.messages).length === 1);
   });
 
   afterAll(async () => {
-    await app.close();
     await discord.close();
-    await db.drop();
     logs.restore();
   });
 
   it('records and remembers nothing of an opted-out user, and records them again once opted in', async () => {
-    const optOut = await http(`${app.url}/api/users/${ALICE.id}/opt-out`, {
-      method: 'PUT',
-      headers: AUTH,
-    });
+    const optOut = await admin(fx.url, 'PUT', `${ALICE.id}/opt-out`);
     expect(optOut.body).toEqual({ userId: ALICE.id, optedOut: true, code: 200 });
     // The opt-out forgets what the detector knew of her.
-    expect((await knownNames(db)).filter((k) => k.userId === ALICE.id)).toEqual([]);
-    const stream = await SseStream.open(`${app.url}${LISTEN}`);
+    expect((await knownNames(fx.db)).filter((k) => k.userId === ALICE.id)).toEqual([]);
+    const stream = await fx.listen();
     await stream.until((s) => s.messages.length > 0);
 
     discord.changeUser(ALICE.id, { username: 'alice_2' });
@@ -74,14 +63,11 @@ describe('the detector and opted-out users (Postgres, Redis, the gateway protoco
       { userId: BOB.id, type: 'username', name: 'bob', changedAt: DETECTED_AT },
     ]);
     expect(
-      await db.query('SELECT 1 FROM name_change_events WHERE user_id = $1', [ALICE.id]),
+      await fx.db.query('SELECT 1 FROM name_change_events WHERE user_id = $1', [ALICE.id]),
     ).toEqual([]);
-    expect((await knownNames(db)).filter((k) => k.userId === ALICE.id)).toEqual([]);
+    expect((await knownNames(fx.db)).filter((k) => k.userId === ALICE.id)).toEqual([]);
 
-    const optIn = await http(`${app.url}/api/users/${ALICE.id}/opt-out`, {
-      method: 'DELETE',
-      headers: AUTH,
-    });
+    const optIn = await admin(fx.url, 'DELETE', `${ALICE.id}/opt-out`);
     expect(optIn.body).toEqual({ userId: ALICE.id, optedOut: false, code: 200 });
     // Seen again after the opt-in, she is a first sighting: nothing is recorded yet...
     discord.changeUser(ALICE.id, { username: 'alice_3' });
@@ -94,6 +80,5 @@ describe('the detector and opted-out users (Postgres, Redis, the gateway protoco
       { userId: BOB.id, type: 'username', name: 'bob_2', changedAt: DETECTED_AT },
       { userId: ALICE.id, type: 'username', name: 'alice_3', changedAt: DETECTED_AT },
     ]);
-    stream.close();
   });
 });

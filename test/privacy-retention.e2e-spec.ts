@@ -1,14 +1,13 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { redisEnv, startApp, type TestApp } from './support/app.js';
-import { TestDatabase } from './support/database.js';
+import { PUBLISHED } from './support/api.js';
+import { uniqueRedisPrefix, useApp, type AppFixture } from './support/app.js';
 import { REDIS_URL } from './support/environment.js';
+import { nameEvent, uniqueUserId, type NameEventBody } from './support/events.js';
 import { http, post } from './support/http.js';
 import { metric } from './support/metrics.js';
 import { waitFor } from './support/ports.js';
 import { ensureBuilt, ServiceProcess } from './support/service-process.js';
-import { SseStream } from './support/sse.js';
+import { TestDatabase } from './support/database.js';
+import { streamsClosedAfterEach } from './support/sse.js';
 
 const LISTEN = '/api/webhooks/prevnames/listen';
 const PUBLISH = '/api/webhooks/prevnames';
@@ -18,132 +17,98 @@ const DELETED = 'name_history_retention_deleted_total';
 /** Starting a process takes seconds, more on a loaded 2-core machine. */
 const PROCESS_TIMEOUT_MS = 180_000;
 
-interface Body {
-  userId: string;
-  type: 'username';
-  name: string;
-  changedAt: string;
+function event(userId: string, name: string, ageMs: number): NameEventBody {
+  return nameEvent({ userId, name, changedAt: new Date(Date.now() - ageMs).toISOString() });
 }
 
-function event(userId: string, name: string, ageMs: number): Body {
-  return {
-    userId,
-    type: 'username',
-    name,
-    changedAt: new Date(Date.now() - ageMs).toISOString(),
-  };
-}
-
-async function publishAll(app: TestApp, bodies: Body[]): Promise<void> {
-  const keeper = await SseStream.open(`${app.url}${LISTEN}?userId=nobody`);
-  try {
-    for (const body of bodies) {
-      expect((await post(`${app.url}${PUBLISH}`, body)).status).toBe(200);
-    }
-  } finally {
-    keeper.close();
+/** Publishes each of `bodies` through `url`, with a listener open so that each is stored. */
+async function publishAll(fx: AppFixture, bodies: NameEventBody[], url = fx.url): Promise<void> {
+  await fx.listen(`?userId=${uniqueUserId('listener')}`);
+  for (const body of bodies) {
+    expect((await post(`${url}${PUBLISH}`, body)).body).toEqual(PUBLISHED);
   }
 }
 
-async function namesOf(app: TestApp, userId: string): Promise<string[]> {
-  const res = await http<{ prevnames: { name: string }[] }>(
-    `${app.url}/api/users/${userId}/prevnames`,
-  );
+async function namesOf(url: string, userId: string): Promise<string[]> {
+  const res = await http<{ prevnames: { name: string }[] }>(`${url}/api/users/${userId}/prevnames`);
   return res.body.prevnames.map((e) => e.name);
 }
 
-describe('RETENTION_DAYS on PostgreSQL and Redis', () => {
-  let db: TestDatabase;
-  const apps: TestApp[] = [];
-  const start = async (env: Record<string, string>) => {
-    const app = await startApp({ ...redisEnv(db.url), ...env });
-    apps.push(app);
-    return app;
-  };
+describe('RETENTION_DAYS unset on PostgreSQL and Redis', () => {
+  const fx = useApp({ env: { RETENTION_INTERVAL_MS: '100' } });
 
-  beforeAll(async () => {
-    db = await TestDatabase.create();
+  it('keeps everything', async () => {
+    const userId = uniqueUserId('ancient');
+    await publishAll(fx, [event(userId, 'from-2001', 25 * 365 * DAY_MS)]);
+    expect(await namesOf(fx.url, userId)).toEqual(['from-2001']);
+    expect(await metric(fx.url, RUNS_COMPLETED)).toBe(0);
   });
+});
 
-  afterAll(async () => {
-    await Promise.all(apps.map((app) => app.close()));
-    await db.drop();
-  });
-
-  it('keeps everything by default', async () => {
-    const app = await start({ RETENTION_INTERVAL_MS: '100' });
-    await publishAll(app, [event('ancient', 'from-2001', 25 * 365 * DAY_MS)]);
-    expect(await namesOf(app, 'ancient')).toEqual(['from-2001']);
-    expect(await metric(app.url, RUNS_COMPLETED)).toBe(0);
-  });
+describe('RETENTION_DAYS at start-up on PostgreSQL and Redis', () => {
+  // Stores the entries with retention off; an instance with it on starts afterwards.
+  const fx = useApp();
 
   it('deletes every entry older than the limit at start-up, batch after batch, in one run', async () => {
-    const seeder = await start({});
-    await publishAll(seeder, [
-      ...Array.from({ length: 25 }, (_, i) => event('batches', `old-${i}`, 2 * DAY_MS + i * 1000)),
-      event('batches', 'a-day-old', DAY_MS - 60_000),
-      event('batches', 'new', 0),
-      event('ancient', 'still-old', 3 * DAY_MS),
+    const batches = uniqueUserId('batches');
+    const ancient = uniqueUserId('ancient');
+    await publishAll(fx, [
+      ...Array.from({ length: 25 }, (_, i) => event(batches, `old-${i}`, 2 * DAY_MS + i * 1000)),
+      event(batches, 'a-day-old', DAY_MS - 60_000),
+      event(batches, 'new', 0),
+      event(ancient, 'still-old', 3 * DAY_MS),
     ]);
-    expect(await namesOf(seeder, 'batches')).toHaveLength(27);
+    expect(await namesOf(fx.url, batches)).toHaveLength(27);
 
     // One run only within the test: the next is a minute away.
-    const app = await start({
+    const app = await fx.startInstance({
       RETENTION_DAYS: '1',
       RETENTION_INTERVAL_MS: '60000',
       RETENTION_BATCH_SIZE: '10',
     });
     await waitFor('the first run', async () => (await metric(app.url, RUNS_COMPLETED)) === 1);
-    expect(await metric(app.url, DELETED)).toBe(27);
-    expect(await namesOf(app, 'batches')).toEqual(['a-day-old', 'new']);
-    expect(await namesOf(app, 'ancient')).toEqual([]);
+    expect(await metric(app.url, DELETED)).toBe(26);
+    expect(await namesOf(app.url, batches)).toEqual(['a-day-old', 'new']);
+    expect(await namesOf(app.url, ancient)).toEqual([]);
   });
+});
 
-  it('runs again every RETENTION_INTERVAL_MS, while publishing goes on', async () => {
-    const app = await start({ RETENTION_DAYS: '1', RETENTION_INTERVAL_MS: '100' });
-    const runs = await metric(app.url, RUNS_COMPLETED);
-    await publishAll(app, [
-      event('periodic', 'expired', DAY_MS + 60_000),
-      event('periodic', 'current', 0),
-    ]);
-    await waitFor('a later run to delete the expired entry', async () => {
-      return (await namesOf(app, 'periodic')).length === 1;
-    });
-    expect(await namesOf(app, 'periodic')).toEqual(['current']);
-    expect(await metric(app.url, RUNS_COMPLETED)).toBeGreaterThan(runs);
-    expect(await metric(app.url, 'name_history_retention_runs_total{outcome="failed"}')).toBe(0);
+describe('RETENTION_DAYS every RETENTION_INTERVAL_MS on PostgreSQL and Redis', () => {
+  const fx = useApp({ env: { RETENTION_DAYS: '1', RETENTION_INTERVAL_MS: '100' } });
+
+  it('runs again, while publishing goes on', async () => {
+    const userId = uniqueUserId('periodic');
+    const runs = await metric(fx.url, RUNS_COMPLETED);
+    await publishAll(fx, [event(userId, 'expired', DAY_MS + 60_000), event(userId, 'current', 0)]);
+    await waitFor(
+      'a later run to delete the expired entry',
+      async () => (await namesOf(fx.url, userId)).length === 1,
+    );
+    expect(await namesOf(fx.url, userId)).toEqual(['current']);
+    expect(await metric(fx.url, RUNS_COMPLETED)).toBeGreaterThan(runs);
+    expect(await metric(fx.url, 'name_history_retention_runs_total{outcome="failed"}')).toBe(0);
   });
 });
 
 describe('RETENTION_DAYS on the embedded defaults (PGlite, one connection)', () => {
-  let dataDir: string;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'privacy-retention-'));
-    app = await startApp({
-      DATA_DIR: dataDir,
-      RETENTION_DAYS: '7',
-      RETENTION_INTERVAL_MS: '100',
-      RETENTION_BATCH_SIZE: '3',
-    });
-  });
-
-  afterAll(async () => {
-    await app.close();
-    await rm(dataDir, { recursive: true, force: true });
+  const fx = useApp({
+    backend: 'embedded',
+    env: { RETENTION_DAYS: '7', RETENTION_INTERVAL_MS: '100', RETENTION_BATCH_SIZE: '3' },
   });
 
   it('deletes the expired entries and keeps the others', async () => {
-    await publishAll(app, [
-      ...Array.from({ length: 8 }, (_, i) => event('embedded', `old-${i}`, 8 * DAY_MS + i)),
-      event('embedded', 'kept', 6 * DAY_MS),
+    const userId = uniqueUserId('embedded');
+    const deleted = await metric(fx.url, DELETED);
+    await publishAll(fx, [
+      ...Array.from({ length: 8 }, (_, i) => event(userId, `old-${i}`, 8 * DAY_MS + i)),
+      event(userId, 'kept', 6 * DAY_MS),
     ]);
-    await waitFor('the expired entries to be deleted', async () => {
-      return (await namesOf(app, 'embedded')).length === 1;
-    });
-    expect(await namesOf(app, 'embedded')).toEqual(['kept']);
-    expect(await metric(app.url, DELETED)).toBe(8);
+    await waitFor(
+      'the expired entries to be deleted',
+      async () => (await namesOf(fx.url, userId)).length === 1,
+    );
+    expect(await namesOf(fx.url, userId)).toEqual(['kept']);
+    expect(await metric(fx.url, DELETED)).toBe(deleted + 8);
   });
 });
 
@@ -154,6 +119,7 @@ describe('the audit log (the service as a process, LOG_LEVEL=info)', () => {
   const AUTH = { authorization: `Bearer ${TOKEN}` };
   /** Names that must never reach the log. */
   const SECRETS = ['Secret-Name-Alpha', 'Secret-Name-Beta', 'Secret-Name-Gamma'];
+  const open = streamsClosedAfterEach();
 
   beforeAll(async () => {
     ensureBuilt();
@@ -161,7 +127,7 @@ describe('the audit log (the service as a process, LOG_LEVEL=info)', () => {
     service = await ServiceProcess.start({
       DATABASE_URL: db.url,
       REDIS_URL,
-      REDIS_KEY_PREFIX: `audit_${process.pid}`,
+      REDIS_KEY_PREFIX: uniqueRedisPrefix(),
       ADMIN_TOKEN: TOKEN,
       RETENTION_DAYS: '1',
       RETENTION_INTERVAL_MS: '100',
@@ -177,7 +143,7 @@ describe('the audit log (the service as a process, LOG_LEVEL=info)', () => {
   it('logs each erasure, opt-out, opt-in and retention run with the user id and counts, never a name', async () => {
     const admin = (method: string, path: string) =>
       http(`${service.url}/api/users/${path}`, { method, headers: AUTH });
-    const keeper = await SseStream.open(`${service.url}${LISTEN}?userId=nobody`);
+    await open(`${service.url}${LISTEN}?userId=${uniqueUserId('listener')}`);
     for (const body of [
       event('audit-erased', SECRETS[0], 0),
       event('audit-erased', SECRETS[1], 1000),
@@ -186,7 +152,6 @@ describe('the audit log (the service as a process, LOG_LEVEL=info)', () => {
     ]) {
       expect((await post(`${service.url}${PUBLISH}`, body)).status).toBe(200);
     }
-    keeper.close();
     expect((await admin('DELETE', 'audit-erased/prevnames')).status).toBe(200);
     expect((await admin('PUT', 'audit-opted/opt-out')).status).toBe(200);
     expect(

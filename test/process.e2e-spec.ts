@@ -1,31 +1,29 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { historyPath, NO_LISTENERS, PUBLISH } from './support/api.js';
+import { nameEvent } from './support/events.js';
 import { http } from './support/http.js';
-import { freePort, waitFor } from './support/ports.js';
+import { waitFor } from './support/ports.js';
+import { ServiceProcess, START_TIMEOUT_MS } from './support/service-process.js';
 
-const START_TIMEOUT_MS = 60_000;
-
-/** The built service as a user runs it (`npm start` runs dist/main.js; `npm test` builds it first). */
-function startService(env: Record<string, string>): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, ['dist/main.js'], {
-    env: { PATH: process.env.PATH, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return Object.assign(child, { output: () => output });
+interface LogLine {
+  level: number;
+  msg: string;
+  context?: string;
+  err?: unknown;
 }
 
-function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) resolve(child.exitCode);
-    else child.once('exit', (code) => resolve(code));
-  });
+/** The JSON log lines of `text`. */
+function logLines(text: string): LogLine[] {
+  return text
+    .trim()
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as LogLine);
 }
 
+/** The built service as a user runs it (`npm start` runs dist/main.js). */
 describe('the service process', () => {
   it.each([
     ['PORT', 'abc', 'Invalid configuration: PORT must be an integer number (got "abc")'],
@@ -45,94 +43,53 @@ describe('the service process', () => {
       'Invalid configuration: LOG_LEVEL must be one of the following values: fatal, error, warn, info, debug, trace, silent (got "loud")',
     ],
   ])('exits with one line naming a bad %s', async (variable, value, line) => {
-    const child = spawn(process.execPath, ['dist/main.js'], {
-      env: { PATH: process.env.PATH, [variable]: value },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    let stdout = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    expect(await exited(child)).toBe(1);
-    expect(stderr).toBe(`${line}\n`);
-    expect(stdout).toBe('');
+    const service = await ServiceProcess.spawn({ [variable]: value });
+    expect(await service.exited).toEqual({ code: 1, signal: null });
+    expect(service.stderr).toBe(`${line}\n`);
+    expect(service.stdout).toBe('');
   });
 
   describe('on the embedded defaults', () => {
     let dataDir: string;
-    let child: ReturnType<typeof startService>;
-    let port: number;
+    let service: ServiceProcess;
 
     beforeAll(async () => {
-      port = await freePort();
       dataDir = await mkdtemp(join(tmpdir(), 'process-e2e-'));
-      child = startService({ PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'info' });
-      // The embedded database compiles its WebAssembly first: long on a loaded machine.
-      const deadline = Date.now() + START_TIMEOUT_MS;
-      while (!child.output().includes('Listening on port')) {
-        if (Date.now() > deadline || child.exitCode !== null) {
-          throw new Error(`Not listening (exit code ${child.exitCode}): ${child.output()}`);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      service = await ServiceProcess.start({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
     }, START_TIMEOUT_MS + 10_000);
 
     afterAll(async () => {
-      if (child.exitCode === null) {
-        child.kill('SIGKILL');
-        await exited(child);
-      }
+      await service?.stop('SIGKILL');
       await rm(dataDir, { recursive: true, force: true });
     });
 
     it('serves the history from the embedded database, with no Postgres or Redis configured', async () => {
-      const res = await http(`http://127.0.0.1:${port}/api/users/123/prevnames`);
+      const res = await http(`${service.url}${historyPath('123')}`);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ userId: '123', prevnames: [], code: 200 });
-      const lines = child
-        .output()
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as { msg: string });
-      expect(lines.map((l) => l.msg)).toEqual(
-        expect.arrayContaining([
-          `Using the embedded PGlite database in ${join(dataDir, 'pgdata')}`,
-          'Event bus: in-process (single instance; set REDIS_URL for several)',
-          `Listening on port ${port}`,
-        ]),
-      );
+      const expected = [
+        `Using the embedded PGlite database in ${join(dataDir, 'pgdata')}`,
+        'Event bus: in-process (single instance; set REDIS_URL for several)',
+        `Listening on port ${service.port}`,
+      ];
+      await waitFor('the start-up to be logged', () => {
+        const messages = logLines(service.stdout).map((l) => l.msg);
+        return expected.every((message) => messages.includes(message));
+      });
+      expect(logLines(service.stdout).map((l) => l.msg)).toEqual(expect.arrayContaining(expected));
     });
 
     it('logs "no active listeners" as a warning, without a stack', async () => {
-      const before = child.output().length;
-      const res = await http(`http://127.0.0.1:${port}/api/webhooks/prevnames`, {
+      const before = service.stdout.length;
+      const res = await http(`${service.url}${PUBLISH}`, {
         method: 'POST',
-        json: {
-          userId: 'nobody-listens',
-          type: 'username',
-          name: 'n',
-          changedAt: '2024-01-01T00:00:00.000Z',
-        },
+        json: nameEvent({ userId: 'nobody-listens', name: 'n' }),
       });
       expect(res.status).toBe(500);
-      expect(res.body).toEqual({
-        message: 'Failed to deliver event: no active listeners',
-        code: 500,
-      });
+      expect(res.body).toEqual(NO_LISTENERS);
       const logged = () =>
-        child
-          .output()
-          .slice(before)
-          .trim()
-          .split('\n')
-          .map(
-            (l) => JSON.parse(l) as { level: number; msg: string; context?: string; err?: unknown },
-          )
-          .filter((l) => l.context === 'HttpExceptionFilter');
-      const deadline = Date.now() + 5_000;
-      while (logged().length === 0 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+        logLines(service.stdout.slice(before)).filter((l) => l.context === 'HttpExceptionFilter');
+      await waitFor('the answer to be logged', () => logged().length > 0);
       expect(logged()).toEqual([
         expect.objectContaining({
           level: 40,
@@ -143,53 +100,30 @@ describe('the service process', () => {
     });
 
     it('refuses a second instance on the same DATA_DIR, with one line', async () => {
-      const second = startService({
-        PORT: String(await freePort()),
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'info',
-      });
-      let stderr = '';
-      second.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      expect(await exited(second)).toBe(1);
-      expect(stderr).toBe(
-        `DATA_DIR ${dataDir} is in use by another instance (pid ${child.pid} on host ${hostname()}): run one instance per DATA_DIR, or set DATABASE_URL\n`,
+      const second = await ServiceProcess.spawn({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+      expect(await second.exited).toEqual({ code: 1, signal: null });
+      expect(second.stderr).toBe(
+        `DATA_DIR ${dataDir} is in use by another instance (pid ${service.pid} on host ${hostname()}): run one instance per DATA_DIR, or set DATABASE_URL\n`,
       );
-      expect(second.output()).toBe(stderr);
+      expect(second.output).toBe(second.stderr);
       // The first one is unharmed.
-      const res = await http(`http://127.0.0.1:${port}/api/users/123/prevnames`);
+      const res = await http(`${service.url}${historyPath('123')}`);
       expect(res.status).toBe(200);
+      expect(res.body).toEqual({ userId: '123', prevnames: [], code: 200 });
     });
 
     it('exits 0 on SIGTERM', async () => {
-      child.kill('SIGTERM');
-      expect(await exited(child)).toBe(0);
+      expect(await service.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     });
 
     it(
       'starts on the DATA_DIR of an instance that was killed',
       async () => {
-        const started = async () => {
-          const next = startService({
-            PORT: String(await freePort()),
-            DATA_DIR: dataDir,
-            LOG_LEVEL: 'info',
-          });
-          await waitFor(
-            'the instance to listen',
-            () => {
-              if (next.exitCode !== null) throw new Error(next.output());
-              return next.output().includes('Listening on port');
-            },
-            { timeoutMs: START_TIMEOUT_MS },
-          );
-          return next;
-        };
-        const killed = await started();
-        killed.kill('SIGKILL');
-        expect(await exited(killed)).toBeNull();
-        child = await started();
-        child.kill('SIGTERM');
-        expect(await exited(child)).toBe(0);
+        const start = () => ServiceProcess.start({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+        const killed = await start();
+        expect(await killed.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+        service = await start();
+        expect(await service.stop('SIGTERM')).toEqual({ code: 0, signal: null });
       },
       3 * START_TIMEOUT_MS,
     );

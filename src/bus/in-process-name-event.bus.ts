@@ -10,22 +10,22 @@ export class InProcessNameEventBus extends NameEventBus {
   private readonly deliveries = new Subject<NameEventDelivery>();
   private holders = 0;
 
-  async publish(events: readonly StoredNameEvent[], publishedAt: number): Promise<number[]> {
+  publish(events: readonly StoredNameEvent[], publishedAt: number): Promise<number[]> {
     const receivers = this.holders > 0 ? 1 : 0;
     if (receivers) for (const event of events) this.deliveries.next({ event, publishedAt });
-    return events.map(() => receivers);
+    return Promise.resolve(events.map(() => receivers));
   }
 
-  async subscribe(): Promise<BusSubscription> {
+  subscribe(): Promise<BusSubscription> {
     this.holders++;
     let held = true;
-    return {
+    return Promise.resolve({
       deliveries$: this.deliveries.asObservable(),
       release: () => {
         if (held) this.holders--;
         held = false;
       },
-    };
+    });
   }
 
   async ping(): Promise<void> {}

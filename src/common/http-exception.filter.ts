@@ -85,7 +85,7 @@ function parserMessage(error: unknown): string | undefined {
 }
 
 function messageOf(response: string | object, fallback: string, code: number): string {
-  if (code >= 500 && code !== HttpStatus.SERVICE_UNAVAILABLE) {
+  if (code >= 500 && code !== (HttpStatus.SERVICE_UNAVAILABLE as number)) {
     // An HttpException of 5xx may carry an internal detail: only say what the contract says.
     return typeof response === 'string'
       ? response

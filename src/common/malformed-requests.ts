@@ -1,6 +1,6 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
-import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /** The request line and headers, in bytes (Node counts the URL and each name and value). */
@@ -53,7 +53,7 @@ export function answerHttpLayerWithJson(
   app: NestExpressApplication,
   settings: HttpLayerSettings,
 ): void {
-  const server = app.getHttpServer() as Server;
+  const server = app.getHttpServer();
   server.headersTimeout = settings.headersTimeoutMs;
   server.requestTimeout = settings.requestTimeoutMs;
 

@@ -32,7 +32,12 @@ export class AppDataSource extends DataSource {
     if (embeddedDataDir !== undefined) {
       const embedded = await EmbeddedPostgres.start(embeddedDataDir);
       dataSource = new AppDataSource(
-        { ...options, ...embedded.connection, url: undefined, extra: { ...options.extra, max: 1 } },
+        {
+          ...options,
+          ...embedded.connection,
+          url: undefined,
+          extra: { ...(options.extra as Record<string, unknown> | undefined), max: 1 },
+        },
         embedded,
       );
       dataSource.log.log(`Using the embedded PGlite database in ${embedded.dataDir}`);

@@ -11,6 +11,10 @@ const STATEMENT_TIMEOUT_MS = 10_000;
 export function postgresOptions(
   overrides: Partial<PostgresConnectionOptions> & { poolSize?: number },
 ): PostgresConnectionOptions {
+  // TypeORM types `extra` (the pg pool's options) as any.
+  const { extra, ...rest } = overrides as Omit<typeof overrides, 'extra'> & {
+    extra?: Record<string, unknown>;
+  };
   const poolSize = overrides.poolSize ?? 10;
   return {
     type: 'postgres',
@@ -22,7 +26,7 @@ export function postgresOptions(
     // CONCURRENTLY cannot be): the CLI then runs them as the application does.
     migrationsTransactionMode: 'each',
     logging: false,
-    ...overrides,
+    ...rest,
     extra: {
       max: poolSize,
       connectionTimeoutMillis: 5_000,
@@ -30,7 +34,7 @@ export function postgresOptions(
       keepAlive: true,
       statement_timeout: STATEMENT_TIMEOUT_MS,
       query_timeout: STATEMENT_TIMEOUT_MS + 1_000,
-      ...overrides.extra,
+      ...extra,
     },
   };
 }

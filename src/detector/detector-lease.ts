@@ -38,16 +38,18 @@ export class LocalDetectorLease extends DetectorLease {
     holder.acquired();
   }
 
-  async yield(ms: number): Promise<void> {
+  yield(ms: number): Promise<void> {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       if (!this.stopped) this.holder?.acquired();
     }, ms);
+    return Promise.resolve();
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    return Promise.resolve();
   }
 }
 

@@ -5,7 +5,6 @@ import { StorageUnavailableError } from '../name-events/name-event.types.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type {
   KnownNameKey,
-  KnownNamesRepository,
   KnownNameValue,
   SqlSession,
 } from '../name-events/known-names.repository.js';
@@ -39,13 +38,14 @@ class MemoryKnownNames {
   /** The user ids of each read's username keys: which observations each batch held. */
   readonly reads: string[][] = [];
 
-  async findMany(_session: SqlSession, keys: readonly KnownNameKey[]) {
+  findMany(_session: SqlSession, keys: readonly KnownNameKey[]): Promise<KnownNameValue[]> {
     this.reads.push(keys.filter((k) => k.field === 'username').map((k) => k.userId));
-    return keys.flatMap((k) => this.values.get(key(k)) ?? []);
+    return Promise.resolve(keys.flatMap((k) => this.values.get(key(k)) ?? []));
   }
 
-  async saveMany(_session: SqlSession, values: readonly KnownNameValue[]) {
+  saveMany(_session: SqlSession, values: readonly KnownNameValue[]): Promise<void> {
     for (const value of values) this.values.set(key(value), value);
+    return Promise.resolve();
   }
 
   username(n: number): string | null | undefined {
@@ -127,12 +127,12 @@ describe('DetectorOutbox', () => {
     optedOut: ReadonlySet<string> = new Set(),
   ) {
     const privacy = {
-      optedOutAmong: async (_session: SqlSession, userIds: readonly string[]) =>
-        new Set(userIds.filter((userId) => optedOut.has(userId))),
+      optedOutAmong: (_session: SqlSession, userIds: readonly string[]) =>
+        Promise.resolve(new Set(userIds.filter((userId) => optedOut.has(userId)))),
     };
     const created = new DetectorOutbox(
       publisher as unknown as PublishService,
-      known as unknown as KnownNamesRepository,
+      known,
       privacy as unknown as PrivacyRepository,
       { ...settings, ...overrides },
       new MetricsService(),
@@ -299,7 +299,7 @@ describe('DetectorOutbox', () => {
     ]);
   });
 
-  it('drops (and logs) what is past its bound while an outage lasts', async () => {
+  it('drops (and logs) what is past its bound while an outage lasts', () => {
     const publisher = new ScriptedPublisher(known, () => new StorageUnavailableError('down'));
     const o = outbox(publisher, { maxPending: 2, maxReconciling: 1 });
     o.observeLive([seen(1, 'a'), seen(2, 'b'), seen(3, 'c')]);

@@ -181,7 +181,9 @@ export class DetectorOutbox {
         this.inFlight = { live: 0, reconcile: 0 };
       }
     } catch (error) {
-      this.logger.error(`Name change detection stopped: ${(error as Error).stack ?? error}`);
+      this.logger.error(
+        `Name change detection stopped: ${(error as Error).stack ?? String(error)}`,
+      );
     } finally {
       this.running = false;
     }

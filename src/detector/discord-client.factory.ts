@@ -60,5 +60,5 @@ function jsonResponse(body: unknown, like: ResponseLike): ResponseLike {
     status: like.status,
     statusText: like.statusText,
     headers,
-  }) as unknown as ResponseLike;
+  });
 }

@@ -48,8 +48,9 @@ class RecordingOutbox {
     run.compared(observations.length, 0);
   }
   async whenReconcilingBelow(): Promise<void> {}
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.stopped = true;
+    return Promise.resolve();
   }
 }
 

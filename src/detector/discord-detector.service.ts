@@ -171,7 +171,7 @@ function loginFailure(error: unknown): ClientFailure {
 }
 
 function closeFailure(code: number, shardId: number): ClientFailure {
-  switch (code) {
+  switch (code as GatewayCloseCodes) {
     case GatewayCloseCodes.AuthenticationFailed:
       return {
         refused: true,

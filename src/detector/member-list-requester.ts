@@ -4,7 +4,6 @@ import {
   GatewayDispatchEvents,
   type Client,
   type GatewayDispatchPayload,
-  type GatewayGuildCreateDispatchData,
 } from 'discord.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
@@ -38,11 +37,8 @@ export class MemberListRequester {
     const queue = new GuildQueue(client, this.logger, this.settings, this.outbox);
     const onRaw = (packet: GatewayDispatchPayload) => {
       if (packet.t !== GatewayDispatchEvents.GuildCreate) return;
-      const d = packet.d as GatewayGuildCreateDispatchData;
-      if (
-        !(d as { unavailable?: boolean }).unavailable &&
-        (d.members ?? []).length < d.member_count
-      ) {
+      const d = packet.d;
+      if (!d.unavailable && (d.members ?? []).length < d.member_count) {
         queue.add(d.id);
       }
     };
@@ -130,7 +126,7 @@ class GuildQueue {
         }
       }
     } catch (error) {
-      this.logger.error(`Member list requests stopped: ${(error as Error).stack ?? error}`);
+      this.logger.error(`Member list requests stopped: ${(error as Error).stack ?? String(error)}`);
     } finally {
       this.running = false;
     }

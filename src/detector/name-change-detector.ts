@@ -6,10 +6,7 @@ import {
   type Client,
   type GatewayDispatchPayload,
   type GatewayGuildCreateDispatchData,
-  type GatewayGuildMemberAddDispatchData,
   type GatewayGuildMembersChunkDispatchData,
-  type GatewayGuildMemberUpdateDispatchData,
-  type GatewayReadyDispatchData,
 } from 'discord.js';
 import { Clock } from './clock.js';
 import { DetectorOutbox } from './detector-outbox.js';
@@ -67,26 +64,24 @@ class DispatchWatcher {
     try {
       switch (packet.t) {
         case GatewayDispatchEvents.Ready:
-          this.botUserId = (packet.d as GatewayReadyDispatchData).user.id;
+          this.botUserId = packet.d.user.id;
           break;
         case GatewayDispatchEvents.GuildCreate:
-          this.guildCreate(packet.d as GatewayGuildCreateDispatchData);
+          this.guildCreate(packet.d);
           break;
         case GatewayDispatchEvents.GuildMembersChunk:
-          this.membersChunk(packet.d as GatewayGuildMembersChunkDispatchData);
+          this.membersChunk(packet.d);
           break;
         case GatewayDispatchEvents.GuildMemberUpdate:
         case GatewayDispatchEvents.GuildMemberAdd: {
-          const d = packet.d as
-            GatewayGuildMemberUpdateDispatchData | GatewayGuildMemberAddDispatchData;
-          this.outbox.observeLive(this.observe(d.guild_id, [d]));
+          this.outbox.observeLive(this.observe(packet.d.guild_id, [packet.d]));
           break;
         }
         default:
           break;
       }
     } catch (error) {
-      this.logger.error(`Name change detection failed: ${(error as Error).stack ?? error}`);
+      this.logger.error(`Name change detection failed: ${(error as Error).stack ?? String(error)}`);
     }
   }
 

@@ -8,7 +8,6 @@ import {
 } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import type { Request } from 'express';
-import type { Socket } from 'node:net';
 import { EMPTY, Observable, of } from 'rxjs';
 import { requestIdOf } from '../common/logger.js';
 import type { AppConfig } from '../config/configuration.js';
@@ -117,7 +116,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     const startId = opened.startId ?? options.lastEventId?.toString() ?? '';
     return new Observable<MessageEvent>((subscriber) => {
       unreserve();
-      const listener = new SseListener(subscriber, req.socket as Socket, options.userId, startId);
+      const listener = new SseListener(subscriber, req.socket, options.userId, startId);
       this.add(listener);
       const stream = {
         id: (req as Request & { id?: string }).id ?? requestIdOf(req),

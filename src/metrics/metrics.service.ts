@@ -115,7 +115,10 @@ export class MetricsService {
   }
 
   async metrics(): Promise<string> {
-    await Promise.allSettled(this.collectors.map(async (collect) => collect()));
+    // A collector that throws is one rejection among the others, not a failed scrape.
+    await Promise.allSettled(
+      this.collectors.map((collect) => new Promise((resolve) => resolve(collect()))),
+    );
     return this.registry.metrics();
   }
 }

@@ -69,7 +69,11 @@ describe('NameEventStream', () => {
     bus.fail();
     expect(stream.failed).toBe(true);
     let error: unknown;
-    const subscription = stream.events({ backlog: [] }).subscribe({ error: (e) => (error = e) });
+    const subscription = stream.events({ backlog: [] }).subscribe({
+      error: (e: unknown) => {
+        error = e;
+      },
+    });
     expect((error as Error).message).toBe('lost');
     subscription.unsubscribe();
     stream.close();

@@ -16,12 +16,12 @@ export abstract class RetentionLease {
 
 /** One instance (no Redis): nobody to exclude. */
 export class LocalRetentionLease extends RetentionLease {
-  async acquire(): Promise<boolean> {
-    return true;
+  acquire(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
-  async renew(): Promise<boolean> {
-    return true;
+  renew(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
   async release(): Promise<void> {}

@@ -32,7 +32,7 @@ import { RedisRateLimitStore } from './redis-rate-limit.store.js';
 export class RateLimitModule implements OnApplicationShutdown {
   constructor(private readonly store: RateLimitStore) {}
 
-  async onApplicationShutdown(): Promise<void> {
+  onApplicationShutdown(): void {
     if (this.store instanceof MemoryRateLimitStore) this.store.stop();
   }
 }

@@ -18,7 +18,7 @@ export class MemoryRateLimitStore extends RateLimitStore {
   private readonly windows = new Map<string, { hits: number; resetAt: number }>();
   private readonly sweeper = setInterval(() => this.sweep(), 60_000).unref();
 
-  async hit(key: string, limit: number, windowMs: number): Promise<RateLimitRecord> {
+  hit(key: string, limit: number, windowMs: number): Promise<RateLimitRecord> {
     const now = Date.now();
     let window = this.windows.get(key);
     if (!window || window.resetAt <= now) {
@@ -26,11 +26,11 @@ export class MemoryRateLimitStore extends RateLimitStore {
       this.windows.set(key, window);
     }
     window.hits += 1;
-    return {
+    return Promise.resolve({
       hits: window.hits,
       blocked: window.hits > limit,
       retryAfterSeconds: Math.ceil((window.resetAt - now) / 1000),
-    };
+    });
   }
 
   stop(): void {

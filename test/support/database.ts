@@ -8,6 +8,8 @@ import { BASE_DATABASE_URL } from './environment.js';
  * name lacks "test": the suite must never run against a real database.
  */
 export class TestDatabase {
+  private readonly clients = new Set<pg.Client>();
+
   private constructor(
     readonly url: string,
     private readonly name: string,
@@ -42,7 +44,34 @@ export class TestDatabase {
     }
   }
 
+  /**
+   * A connection of the test's own to this database (to hold a lock, or for many queries),
+   * ended when the database is dropped if not before.
+   */
+  async connect(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.url });
+    await client.connect();
+    this.clients.add(client);
+    client.once('end', () => this.clients.delete(client));
+    return client;
+  }
+
+  /**
+   * How many sessions on this database wait for a lock (only advisory locks, with
+   * `advisory`): a request the test holds up with a lock of its own has got that far.
+   */
+  async sessionsWaitingOnLock(advisory = false): Promise<number> {
+    const [{ waiting }] = await this.query<{ waiting: number }>(
+      `SELECT count(*)::int AS waiting FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'
+          AND ($1::boolean IS FALSE OR wait_event = 'advisory')`,
+      [advisory],
+    );
+    return waiting;
+  }
+
   async drop(): Promise<void> {
+    await Promise.all([...this.clients].map((client) => client.end()));
     await withAdmin((client) =>
       client.query(`DROP DATABASE IF EXISTS "${this.name}" WITH (FORCE)`),
     );

@@ -1,6 +1,8 @@
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
+import type { APIGuildMember, APIUser } from 'discord.js';
 import type { TestDatabase } from './database.js';
+import { apiUser, type FakeDiscord } from './fake-discord.js';
 import { waitFor } from './ports.js';
 import type { ServiceProcess } from './service-process.js';
 
@@ -32,6 +34,54 @@ export async function recordedChanges(db: TestDatabase) {
 export async function changesOnceStored(db: TestDatabase, count: number) {
   await waitFor(`${count} stored events`, async () => (await recordedEvents(db)).length >= count);
   return recordedChanges(db);
+}
+
+/** The stored changes of `users` only (without ids and times), oldest first. */
+export async function changesOf(db: TestDatabase, users: readonly APIUser[]) {
+  const ids = new Set(users.map((user) => user.id));
+  return (await recordedChanges(db)).filter((change) => ids.has(change.userId));
+}
+
+/** Waits until `count` changes of `users` are stored, then returns theirs. */
+export async function changesOfOnceStored(
+  db: TestDatabase,
+  users: readonly APIUser[],
+  count: number,
+) {
+  await waitFor(
+    `${count} stored changes of ${users.map((u) => u.username).join(', ')}`,
+    async () => (await changesOf(db, users)).length >= count,
+  );
+  return changesOf(db, users);
+}
+
+let usersMade = 0n;
+
+/**
+ * A Discord user no other test of the file uses (ids from 720000000000000001 on): a test
+ * that adds its own members sees only its own changes, whatever the others did.
+ */
+export function newUser(username: string, fields: Partial<APIUser> = {}): APIUser {
+  usersMade += 1n;
+  return apiUser(String(720_000_000_000_000_000n + usersMade), username, fields);
+}
+
+/**
+ * `member` joins the server (GUILD_MEMBER_ADD): resolves once the detector knows its
+ * nickname there, its first sighting in that server (which records nothing).
+ */
+export async function joined(
+  discord: FakeDiscord,
+  db: TestDatabase,
+  guildId: string,
+  member: APIGuildMember,
+): Promise<void> {
+  discord.addMember(guildId, member);
+  await waitFor(`${member.user.username} known in server ${guildId}`, async () =>
+    (await knownNames(db)).some(
+      (k) => k.userId === member.user.id && k.field === 'nickname' && k.guildId === guildId,
+    ),
+  );
 }
 
 /** The detector's known names, sorted. */

@@ -425,9 +425,15 @@ export class FakeDiscord {
   }
 
   private receive(connection: GatewayConnection, data: RawData): void {
-    let payload: { op: number; d: unknown };
+    let payload: { op: GatewayOpcodes; d: unknown };
     try {
-      payload = JSON.parse(data.toString()) as { op: number; d: unknown };
+      // ws hands over a message as one Buffer, or its fragments when it came in several.
+      const text = Array.isArray(data)
+        ? Buffer.concat(data).toString()
+        : Buffer.isBuffer(data)
+          ? data.toString()
+          : Buffer.from(data).toString();
+      payload = JSON.parse(text) as { op: GatewayOpcodes; d: unknown };
     } catch {
       connection.ws.close(GatewayCloseCodes.DecodeError, 'Error while decoding payload.');
       return;

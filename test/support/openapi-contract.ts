@@ -70,7 +70,9 @@ export function assertDocumented({
 
 /** Points the document's local references at the schema registered as "openapi". */
 function rebase(schema: object): object {
-  return JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"openapi#/components/'));
+  return JSON.parse(
+    JSON.stringify(schema).replaceAll('"#/components/', '"openapi#/components/'),
+  ) as object;
 }
 
 /** Objects that list their properties admit no others, unless they say so. */

@@ -31,6 +31,51 @@ export function spyOnProcessFailures(): ProcessSpies {
   };
 }
 
+/**
+ * Spies of each test's own, started before it and stopped after it (call in a describe
+ * block): a test sees only the failures that happened while it ran.
+ */
+export function spyOnEachTest(): Omit<ProcessSpies, 'stop'> {
+  let current: ProcessSpies | undefined;
+  beforeEach(() => {
+    current = spyOnProcessFailures();
+  });
+  afterEach(() => {
+    current?.stop();
+    current = undefined;
+  });
+  const spies = () => {
+    if (!current) throw new Error('Process spies are read inside a test');
+    return current;
+  };
+  return {
+    get rejections() {
+      return spies().rejections;
+    },
+    get exceptions() {
+      return spies().exceptions;
+    },
+  };
+}
+
+/**
+ * Fails each test of the block (call it in the describe block) in which an unhandled
+ * rejection or an uncaught exception happened.
+ */
+export function failTestsOnProcessFailures(): void {
+  let spies: ProcessSpies | undefined;
+  beforeEach(() => {
+    spies = spyOnProcessFailures();
+  });
+  afterEach(() => {
+    const seen = spies;
+    spies = undefined;
+    seen?.stop();
+    expect(seen?.rejections).toEqual([]);
+    expect(seen?.exceptions).toEqual([]);
+  });
+}
+
 let gc: (() => void) | undefined;
 
 /**

@@ -32,7 +32,9 @@ export function rawRequest(
     const timer = setTimeout(() => {
       done = true;
       socket.destroy();
-      reject(new Error(`No complete answer within ${timeoutMs} ms: ${Buffer.concat(chunks)}`));
+      reject(
+        new Error(`No complete answer within ${timeoutMs} ms: ${Buffer.concat(chunks).toString()}`),
+      );
     }, timeoutMs);
     socket.on('connect', () => {
       // The server may answer (and close) before it has read a large request: a write
@@ -102,7 +104,9 @@ export function rawExchange(
     const timer = setTimeout(() => {
       socket.destroy();
       reject(
-        new Error(`The server did not close within ${timeoutMs} ms: ${Buffer.concat(chunks)}`),
+        new Error(
+          `The server did not close within ${timeoutMs} ms: ${Buffer.concat(chunks).toString()}`,
+        ),
       );
     }, timeoutMs);
     const advance = () => {

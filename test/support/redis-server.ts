@@ -125,9 +125,17 @@ export function rawCommand(port: number, args: string[], host = '127.0.0.1'): Pr
   });
 }
 
-/** Enough of RESP for the replies the tests read: simple strings, integers, flat arrays. */
+/**
+ * Enough of RESP for the replies the tests read: simple strings, integers, bulk strings
+ * (`CLIENT LIST`), flat arrays.
+ */
 function isComplete(reply: string): boolean {
   if (!reply.endsWith('\r\n')) return false;
+  if (reply[0] === '$') {
+    const header = reply.indexOf('\r\n');
+    const length = Number(reply.slice(1, header));
+    return length < 0 || Buffer.byteLength(reply) >= header + 2 + length + 2;
+  }
   if (reply[0] !== '*') return true;
   const lines = reply.split('\r\n').slice(0, -1);
   const count = Number(lines[0].slice(1));

@@ -79,6 +79,12 @@ export function ensureBuilt(): string {
   return (main = privateMain);
 }
 
+/**
+ * How long a start may take: the embedded database compiles its WebAssembly first, which is
+ * long on a loaded machine.
+ */
+export const START_TIMEOUT_MS = 60_000;
+
 export interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -90,7 +96,11 @@ export interface Exit {
  * empty working directory with only the environment given (no `.env` is read).
  */
 export class ServiceProcess {
+  /** What it wrote to stdout and stderr, as it came. */
   output = '';
+  stdout = '';
+  stderr = '';
+  /** Resolves once it has exited and its output is all in. */
   readonly exited: Promise<Exit>;
   exit?: Exit;
 
@@ -99,10 +109,16 @@ export class ServiceProcess {
     readonly port: number,
     private readonly cwd: string,
   ) {
-    child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      this.output += chunk.toString();
+      this.stdout += chunk.toString();
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      this.output += chunk.toString();
+      this.stderr += chunk.toString();
+    });
     this.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => {
+      child.once('close', (code, signal) => {
         this.exit = { code, signal };
         rmSync(this.cwd, { recursive: true, force: true });
         resolve(this.exit);
@@ -119,10 +135,10 @@ export class ServiceProcess {
   }
 
   /**
-   * Starts the service and resolves once it is ready (GET /api/health/ready is 200), on a
-   * free port or on `port` (to start an instance again where its proxy expects it).
+   * Starts the service without waiting for it (to see it refuse to start, say), on a free
+   * port or on `port`. A `PORT` in `env` replaces either (to give it an invalid one).
    */
-  static async start(
+  static async spawn(
     env: Record<string, string>,
     { port }: { port?: number } = {},
   ): Promise<ServiceProcess> {
@@ -133,26 +149,39 @@ export class ServiceProcess {
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         LOG_LEVEL: 'warn',
-        ...env,
         PORT: String(port),
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const service = new ServiceProcess(child, port, cwd);
+    return new ServiceProcess(child, port, cwd);
+  }
+
+  /**
+   * Starts the service and resolves once it is ready (GET /api/health/ready is 200), on a
+   * free port or on `port` (to start an instance again where its proxy expects it).
+   */
+  static async start(
+    env: Record<string, string>,
+    { port }: { port?: number } = {},
+  ): Promise<ServiceProcess> {
+    const { PORT: _ignored, ...rest } = env;
+    const service = await ServiceProcess.spawn(rest, { port });
     try {
-      const ready = waitFor(
-        `the service on port ${port} to be ready`,
+      const outcome = await waitFor(
+        `the service on port ${service.port} to be ready`,
         async () => {
+          if (service.exit) return 'exited';
           const res = await fetch(`${service.url}/api/health/ready`);
           await res.arrayBuffer();
-          return res.status === 200;
+          return res.status === 200 && 'ready';
         },
-        { timeoutMs: 60_000, intervalMs: 100 },
+        { timeoutMs: START_TIMEOUT_MS, intervalMs: 100 },
       );
-      const died = service.exited.then((exit) => {
-        throw new Error(`The service exited (${JSON.stringify(exit)}):\n${service.output}`);
-      });
-      await Promise.race([ready, died]);
+      if (outcome === 'exited') {
+        await service.exited;
+        throw new Error(`The service exited (${JSON.stringify(service.exit)}):\n${service.output}`);
+      }
     } catch (error) {
       await service.stop('SIGKILL');
       throw error;

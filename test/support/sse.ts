@@ -61,6 +61,11 @@ export class SseStream {
     });
   }
 
+  /** The user the stream is filtered to (`?userId=`), if any. */
+  get userFilter(): string | undefined {
+    return new URL(this.url).searchParams.get('userId') ?? undefined;
+  }
+
   /** The events (messages with data), as `{id, data}` parsed from JSON. */
   get events(): { id: string | undefined; data: unknown }[] {
     return this.messages
@@ -148,7 +153,35 @@ export function opening(id: string | number, retryMs = 3000): string {
 export const STREAM_CACHE_CONTROL =
   'private, no-cache, no-store, must-revalidate, max-age=0, no-transform';
 
-/** Waits a little for something that must NOT happen (a stray event). */
-export function settle(ms = 300): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** The data of a stream's events, each checked to come with a greater id than the one before. */
+export function dataInIdOrder(stream: SseStream): unknown[] {
+  const ids = stream.events.map((e) => BigInt(e.id!));
+  for (let i = 1; i < ids.length; i++) expect(ids[i]).toBeGreaterThan(ids[i - 1]);
+  return stream.events.map((e) => e.data);
+}
+
+/** One event as a stream carries it. */
+export function frame(id: string, data: unknown): string {
+  return `id: ${id}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/**
+ * Opens streams that are closed after each test of the describe block it is called in
+ * (and at the end of the block).
+ */
+export function streamsClosedAfterEach(): (
+  url: string,
+  headers?: Record<string, string>,
+) => Promise<SseStream> {
+  const open: SseStream[] = [];
+  const closeAll = () => {
+    for (const stream of open.splice(0)) stream.close();
+  };
+  afterEach(closeAll);
+  afterAll(closeAll);
+  return async (url, headers) => {
+    const stream = await SseStream.open(url, headers);
+    open.push(stream);
+    return stream;
+  };
 }

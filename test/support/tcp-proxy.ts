@@ -17,6 +17,8 @@ export class TcpProxy {
   private stalled = false;
   /** Connections accepted and forwarded since the start. */
   forwarded = 0;
+  /** Bytes the clients sent through the proxy since the start (a command written, say). */
+  bytesFromClients = 0;
 
   private constructor(
     private readonly target: { host: string; port: number },
@@ -100,6 +102,7 @@ export class TcpProxy {
     if (client.destroyed) return;
     this.forwarded++;
     const upstream = net.connect(this.target);
+    client.on('data', (chunk: Buffer) => (this.bytesFromClients += chunk.length));
     for (const [from, to] of [
       [client, upstream],
       [upstream, client],
