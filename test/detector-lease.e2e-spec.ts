@@ -77,7 +77,15 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
    * while it still held it: each is read before the key, so what it shows happened while the
    * key held `value`.
    */
-  const whileKeyHolds = async <T>(value: string, sample: () => T, end?: () => Promise<void>) => {
+  /**
+   * Samples while the key holds `value`; `end` sees each sample that was recorded, so what it
+   * ends the lease on is always among the samples returned.
+   */
+  const whileKeyHolds = async <T>(
+    value: string,
+    sample: () => T,
+    end?: (recorded: T) => Promise<void>,
+  ) => {
     const samples: T[] = [];
     await waitFor(
       `the lease of ${value} to end`,
@@ -85,7 +93,7 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
         const now = sample();
         if ((await redis.get(key)) !== value) return true;
         samples.push(now);
-        if (end) await end();
+        if (end) await end(now);
         return false;
       },
       { timeoutMs: HELD_BY_THE_TEST_MS, intervalMs: 10 },
@@ -205,10 +213,8 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
     const samples = await whileKeyHolds(
       'usurper',
       () => ({ closed: first.closeCode !== undefined, identifies: discord.identifies.length }),
-      async () => {
-        if (first.closeCode !== undefined && attempts(tokenOf(app), from) >= 1) {
-          await redis.del(key);
-        }
+      async ({ closed }) => {
+        if (closed && attempts(tokenOf(app), from) >= 1) await redis.del(key);
       },
     );
     expect(samples.some((s) => s.closed)).toBe(true);
