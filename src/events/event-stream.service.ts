@@ -66,9 +66,10 @@ export class EventStreamService implements BeforeApplicationShutdown {
   }
 
   /**
-   * Sets a stream up: rejects (before any byte is sent) with a 503 when this instance is full
-   * or stopping, and a 500 when live delivery or the backlog cannot be set up. `signal` is
-   * the request's: aborted when the client leaves, even during setup.
+   * Sets a stream up: rejects (before any byte is sent) with a 503 when this instance is
+   * full, and a 500 when live delivery or the backlog cannot be set up; while the instance
+   * stops, the stream only tells the client to come back (see `handedOver`). `signal` is the
+   * request's: aborted when the client leaves, even during setup.
    */
   async open(
     req: Request,
