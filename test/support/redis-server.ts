@@ -31,24 +31,9 @@ export class ThrowawayRedis {
   /** Starts the server (again) on the same port; resolves once it answers PING. */
   async restart(): Promise<void> {
     if (this.child) throw new Error('redis-server is already running');
-    const child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(this.port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--protected-mode',
-        'no',
-        '--loglevel',
-        'warning',
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const child = spawn('redis-server', serverArgs(this.port), {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     this.child = child;
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
