@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import DataLoader from 'dataloader';
+import { MetricsService } from '../metrics/metrics.service.js';
 import type { ClientBase, QueryConfig, QueryResultRow } from 'pg';
 import { DataSource } from 'typeorm';
 import {
@@ -26,6 +28,9 @@ const DETECT_LOCK_KEY = '8099552841756402548';
 const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 // A stored time exactly, to the microsecond Postgres keeps: where a page of history ends.
 const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** The most users one batched history statement asks for. */
+const HISTORY_BATCH_MAX_USERS = 100;
 
 const STORED_COLUMNS = `id::text AS id, user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt"`;
 
@@ -85,19 +90,57 @@ export interface StoredOutcome {
  */
 @Injectable()
 export class NameChangeEventRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  /**
+   * Whole-history reads, batched: every read asked while the event loop polls one round of
+   * sockets goes out as one statement (dispatched with setImmediate, after the requests that
+   * round brought in have reached here). Nothing is cached (`cache: false`): a read is never
+   * answered from a statement sent before it was asked.
+   */
+  private readonly historyReads = new DataLoader<string, NameEntry[]>(
+    (userIds) => this.findHistories(userIds),
+    {
+      cache: false,
+      maxBatchSize: HISTORY_BATCH_MAX_USERS,
+      batchScheduleFn: (dispatch) => setImmediate(dispatch),
+    },
+  );
 
-  /** The user's whole history, oldest first (ties in storage order). */
-  async findHistory(userId: string): Promise<NameEntry[]> {
-    // The hot read: a named statement, parsed and planned once per connection.
-    return this.run<NameEntry>({
-      name: 'history',
-      text: `SELECT type, name, ${UTC_ISO} AS "changedAt"
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /**
+   * The user's whole history, oldest first (ties in storage order). Reads that arrive
+   * together share one statement (see `historyReads`): each is answered from a query sent
+   * after it was asked, so it sees every write committed before it.
+   */
+  findHistory(userId: string): Promise<NameEntry[]> {
+    return this.historyReads.load(userId);
+  }
+
+  /**
+   * The whole histories of several users in one statement, in the order of `userIds`. The
+   * hot read: a named statement, parsed and planned once per connection; one round trip to
+   * Postgres for a batch instead of one per request is most of what a history read costs
+   * (BENCHMARKS.md).
+   */
+  private async findHistories(userIds: readonly string[]): Promise<NameEntry[][]> {
+    this.metrics.historyReadsPerStatement.observe(userIds.length);
+    const distinct = [...new Set(userIds)];
+    const rows = await this.run<NameEntry & { userId: string }>({
+      name: 'histories',
+      text: `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt"
                FROM name_change_events
-              WHERE user_id = $1
-              ORDER BY changed_at, id`,
-      values: [userId],
+              WHERE user_id = ANY($1::text[])
+              ORDER BY user_id, changed_at, id`,
+      values: [distinct],
     });
+    const byUser = new Map<string, NameEntry[]>(distinct.map((id) => [id, []]));
+    for (const { userId, type, name, changedAt } of rows) {
+      byUser.get(userId)!.push({ type, name, changedAt });
+    }
+    return userIds.map((id) => byUser.get(id)!);
   }
 
   /**
