@@ -65,7 +65,8 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.set('query parser', 'simple');
   app.set('trust proxy', http.trustProxy);
   // Not on the stream: its clients are EventSource readers, not documents, and every header
-  // is held for the life of a connection.
+  // is held for the life of a connection. The JSON routes get API_SECURITY_HEADERS; helmet's
+  // document policies are for what a browser renders: the page and Swagger UI.
   const securityHeaders = helmet();
   // Swagger UI over plain HTTP (an internal host name, a port-forward): helmet's
   // `upgrade-insecure-requests` would make the browser fetch its scripts and styles over
@@ -75,7 +76,13 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   });
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (req.path === LISTEN_PATH) return next();
-    if (!req.secure && isDocsPath(req.path)) return docsOverHttpHeaders(req, res, next);
+    if (isDocsPath(req.path)) {
+      return (req.secure ? securityHeaders : docsOverHttpHeaders)(req, res, next);
+    }
+    if (isApiPath(req.path)) {
+      res.setHeaders(API_SECURITY_HEADERS);
+      return next();
+    }
     return securityHeaders(req, res, next);
   });
   // The live page, after helmet so it gets its headers too, with a stricter CSP of its own.
@@ -101,6 +108,27 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   serveOpenApi(app);
   app.useGlobalFilters(new HttpExceptionFilter());
   return app;
+}
+
+/**
+ * The security headers that matter for a JSON API (OWASP's REST security cheat sheet): the
+ * answer is never a document, never framed and never sniffed as something else; HTTPS once
+ * seen. One precomputed set: helmet's thirteen middlewares, with document policies a JSON
+ * answer does not need, cost a measurable share of a history read (BENCHMARKS.md).
+ */
+const API_SECURITY_HEADERS = new Map([
+  ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
+  ['Strict-Transport-Security', 'max-age=31536000; includeSubDomains'],
+  ['X-Content-Type-Options', 'nosniff'],
+  ['X-Frame-Options', 'DENY'],
+  ['Cross-Origin-Resource-Policy', 'same-origin'],
+  ['Referrer-Policy', 'no-referrer'],
+]);
+
+/** Under the API prefix (the router matches it case-insensitively too). */
+function isApiPath(path: string): boolean {
+  const prefix = path.slice(0, API_PREFIX.length + 2).toLowerCase();
+  return prefix === `/${API_PREFIX}` || prefix === `/${API_PREFIX}/`;
 }
 
 /** Swagger UI's page and files (matched as the router matches: case-insensitively). */
