@@ -4,6 +4,7 @@ import {
   ValidationError,
   ValidationPipe,
 } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
 
 /**
  * Keys that would reach an object's prototype if a transformer assigned them, and the names
@@ -23,7 +24,22 @@ export const MAX_BODY_DEPTH = 32;
  * be a JSON object, and the message lists every failing constraint, each naming its field.
  */
 class StrictValidationPipe extends ValidationPipe {
+  /**
+   * DTO classes that an empty query string satisfies: validation of `{}` always comes out the
+   * same, and most reads send no query at all, so it runs once per class, not per request.
+   */
+  private readonly emptyQueryValid = new WeakSet<object>();
+
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const emptyQuery =
+      metadata.type === 'query' &&
+      metadata.metatype !== undefined &&
+      typeof value === 'object' &&
+      value !== null &&
+      Object.keys(value).length === 0;
+    if (emptyQuery && this.emptyQueryValid.has(metadata.metatype)) {
+      return plainToInstance(metadata.metatype, {});
+    }
     if (metadata.type === 'body' && metadata.metatype && this.toValidate(metadata)) {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
         throw new BadRequestException('Request body must be a JSON object');
@@ -39,7 +55,9 @@ class StrictValidationPipe extends ValidationPipe {
     if (metadata.type === 'query' && metadata.metatype && this.toValidate(metadata)) {
       if (typeof value === 'object' && value !== null) refuseForbiddenKeys(value);
     }
-    return super.transform(value, metadata);
+    const transformed: unknown = await super.transform(value, metadata);
+    if (emptyQuery && this.toValidate(metadata)) this.emptyQueryValid.add(metadata.metatype);
+    return transformed;
   }
 }
 
