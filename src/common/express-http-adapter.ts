@@ -1,6 +1,7 @@
 import type { NestApplicationOptions } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
-import { createServer, type Server } from 'node:http';
+import type { Express } from 'express';
+import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
 import { MAX_HEADER_BYTES, MAX_HEADER_FIELDS } from './malformed-requests.js';
 
 /**
@@ -18,6 +19,17 @@ const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
  * here rather than left to Node's defaults, which differ between Node versions (Node 24.18
  * started refusing requests with more header fields than `maxHeadersCount`, 1,000 unless
  * set).
+ *
+ * The server also constructs requests and responses that are Express's from birth. Express
+ * gives each request its methods (`res.json`, `req.get`…) with `Object.setPrototypeOf` on
+ * Node's `req` and `res` at the start of every request. Here they are made as subclasses of
+ * Node's classes whose prototypes sit in front of Express's (`app.request` and
+ * `app.response` are replaced by them, and inherit from the originals), so Express's
+ * `setPrototypeOf` finds the prototype already in place and changes nothing. Every method is
+ * where it was, one link further down the chain. On Node 24 V8 caches the prototype change
+ * well enough that hidden classes stay shared either way, but the change itself still cost
+ * Express's request setup about half its time on a history read (BENCHMARKS.md); the spec
+ * beside this file fails when Express stops changing prototypes, and this can go.
  */
 export class ExpressHttpAdapter extends ExpressAdapter {
   override initHttpServer(options: NestApplicationOptions): void {
@@ -28,8 +40,17 @@ export class ExpressHttpAdapter extends ExpressAdapter {
       (this.httpServer as Server).maxHeadersCount = MAX_HEADER_FIELDS;
       return;
     }
+    const app = this.getInstance<Express>();
+    class ExpressRequest extends IncomingMessage {}
+    class ExpressResponse extends ServerResponse {}
+    Object.setPrototypeOf(ExpressRequest.prototype, app.request);
+    Object.setPrototypeOf(ExpressResponse.prototype, app.response);
+    app.request = ExpressRequest.prototype as Express['request'];
+    app.response = ExpressResponse.prototype as unknown as Express['response'];
     const server: Server = createServer(
       {
+        IncomingMessage: ExpressRequest,
+        ServerResponse: ExpressResponse,
         requireHostHeader: false,
         maxHeaderSize: MAX_HEADER_BYTES,
         connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
