@@ -21,7 +21,13 @@ import { Instance } from './lib/harness.mjs';
 import { NchanInstance, findNchan } from './lib/nchan.mjs';
 import { installExitHooks, isExiting } from './lib/procs.mjs';
 import { removeStaleSnapshots, snapshotDist } from './lib/snapshot.mjs';
-import { SIDES, renderMarkdown, scenarioRecord, updateBenchmarksFile } from './lib/report.mjs';
+import {
+  SIDES,
+  medianOfRounds,
+  renderMarkdown,
+  scenarioRecord,
+  updateBenchmarksFile,
+} from './lib/report.mjs';
 import { SCENARIOS, SOAK } from './scenarios/index.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -52,6 +58,9 @@ const HELP = `Usage: node bench/run.mjs [options]
   --redis URL             Redis URL (default redis://127.0.0.1:6379)
   --wait-quiet SECONDS    before each run, wait up to this long for other processes to
                           calm down (default 20; 0 with --quick); busy runs are flagged
+  --rounds N              run each scenario N times, the sides in alternating order, and
+                          report each figure's median (default: the scenario's own, 3 for
+                          history and publish; always 1 with --quick and --soak)
   --verbose               echo the servers' and load processes' output
 `;
 
@@ -75,6 +84,7 @@ const { values: opts } = parseArgs({
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
     verbose: { type: 'boolean', default: false },
     'wait-quiet': { type: 'string' },
+    rounds: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
   strict: true,
@@ -108,6 +118,10 @@ if (soakMinutes !== undefined && !(soakMinutes > 0 && soakMinutes <= 120)) {
 }
 
 const waitQuietMs = Number(opts['wait-quiet'] ?? (opts.quick ? 0 : 20)) * 1000;
+const roundsOpt = opts.rounds === undefined ? undefined : Number(opts.rounds);
+if (roundsOpt !== undefined && !(Number.isInteger(roundsOpt) && roundsOpt >= 1)) {
+  die('--rounds takes a whole number of at least 1');
+}
 if (!(waitQuietMs >= 0 && waitQuietMs <= 600_000)) {
   die('--wait-quiet takes seconds in [0, 600]');
 }
@@ -386,57 +400,67 @@ async function main() {
   let failed = 0;
   for (const scenario of scenarios) {
     const params = scenario.size(opts.quick, { soakMinutes });
-    const results = {};
-    for (const target of targets.filter((t) =>
-      (scenario.sides ?? DEFAULT_SIDES).includes(t.name),
-    )) {
-      if (isExiting()) {
-        return 1;
-      }
-      if (target.skipped) {
-        results[target.name] = { skipped: target.skipped };
-        continue;
-      }
-      log(`bench: ${scenario.name} → ${target.name} ${JSON.stringify(params)}`);
-      const ctx = runContext(scenario.name, target.name);
-      current = ctx;
-      const budgetMs =
-        scenario === SOAK
-          ? (params.minutes * 60 + 180) * 1000
-          : opts.quick
-            ? 60_000
-            : scenario.name === 'capacity'
-              ? 400_000
-              : 240_000;
-      const quiet = await waitForQuiet(waitQuietMs);
-      const monitor = new ForeignCpuMonitor().start();
-      const t0 = Date.now();
-      try {
-        results[target.name] = await withTimeout(
-          scenario.run(ctx, target, params).then((r) => ctx.assertServersAlive(r)),
-          budgetMs,
-          `${scenario.name} on ${target.name}`,
+    const sides = targets.filter((t) => (scenario.sides ?? DEFAULT_SIDES).includes(t.name));
+    const rounds = opts.quick || opts.soak ? 1 : (roundsOpt ?? scenario.rounds ?? 1);
+    const runs = Object.fromEntries(sides.map((t) => [t.name, []]));
+    for (let round = 0; round < rounds; round++) {
+      // Every other round in the opposite order, so a machine that drifts over the run
+      // favours no side.
+      for (const target of round % 2 ? [...sides].reverse() : sides) {
+        if (isExiting()) {
+          return 1;
+        }
+        if (target.skipped) {
+          runs[target.name].push({ skipped: target.skipped });
+          continue;
+        }
+        const roundText = rounds > 1 ? ` (round ${round + 1} of ${rounds})` : '';
+        log(`bench: ${scenario.name} → ${target.name}${roundText} ${JSON.stringify(params)}`);
+        const ctx = runContext(scenario.name, target.name);
+        current = ctx;
+        const budgetMs =
+          scenario === SOAK
+            ? (params.minutes * 60 + 180) * 1000
+            : opts.quick
+              ? 60_000
+              : scenario.name === 'capacity'
+                ? 400_000
+                : 240_000;
+        const quiet = await waitForQuiet(waitQuietMs);
+        const monitor = new ForeignCpuMonitor().start();
+        const t0 = Date.now();
+        const results = {};
+        try {
+          results[target.name] = await withTimeout(
+            scenario.run(ctx, target, params).then((r) => ctx.assertServersAlive(r)),
+            budgetMs,
+            `${scenario.name} on ${target.name}`,
+          );
+        } catch (error) {
+          failed++;
+          results[target.name] = {
+            error: String(error?.message ?? error)
+              .split('\n')
+              .slice(0, 6)
+              .join(' | '),
+          };
+        } finally {
+          const load = monitor.stop();
+          results[target.name].foreignCpuPct = load.foreignCpuPct;
+          results[target.name].foreignCpuTop = load.top;
+          results[target.name].foreignCpuPctBefore = quiet.foreignCpuPct;
+          await ctx.cleanup();
+          current = null;
+        }
+        log(
+          `bench:   ${target.name} done in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${JSON.stringify(results[target.name])}`,
         );
-      } catch (error) {
-        failed++;
-        results[target.name] = {
-          error: String(error?.message ?? error)
-            .split('\n')
-            .slice(0, 6)
-            .join(' | '),
-        };
-      } finally {
-        const load = monitor.stop();
-        results[target.name].foreignCpuPct = load.foreignCpuPct;
-        results[target.name].foreignCpuTop = load.top;
-        results[target.name].foreignCpuPctBefore = quiet.foreignCpuPct;
-        await ctx.cleanup();
-        current = null;
+        runs[target.name].push(results[target.name]);
       }
-      log(
-        `bench:   ${target.name} done in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${JSON.stringify(results[target.name])}`,
-      );
     }
+    const results = Object.fromEntries(
+      Object.entries(runs).map(([side, list]) => [side, medianOfRounds(list, scenario.metrics)]),
+    );
     const record = scenarioRecord(scenario, mode, params, results);
     records.push(record);
     process.stdout.write(`${JSON.stringify(record)}\n`);

@@ -81,7 +81,8 @@ export function scenarioRecord(scenario, mode, params, results) {
   for (const metric of scenario.metrics.filter((m) => m.target)) {
     targets[metric.key] = { target: targetText(metric), met: verdict(metric, service, ratios) };
   }
-  return { scenario: scenario.name, mode, params, results, ratios, targets };
+  const targetKeys = scenario.metrics.filter((m) => m.target).map((m) => m.key);
+  return { scenario: scenario.name, mode, params, results, ratios, targets, targetKeys };
 }
 
 export function fmt(value, unit = '') {
@@ -129,9 +130,54 @@ function cell(result, metric) {
   return `${fmt(result[metric.key], metric.unit)}${disturbed}`;
 }
 
+/**
+ * One side's result over several rounds of a scenario: each figure the median of the
+ * rounds', each yes/no figure yes only if every round said yes, the busiest round's
+ * foreign CPU; the rounds' own values of the targeted figures are kept beside it. A round
+ * that failed or was skipped stands for the whole.
+ */
+export function medianOfRounds(rounds, metrics) {
+  const failed = rounds.find((r) => r.error || r.skipped);
+  if (rounds.length === 1 || failed) {
+    return failed ?? rounds[0];
+  }
+  const merged = { ...rounds[0], rounds: rounds.length, roundValues: {} };
+  for (const { key } of metrics) {
+    const values = rounds.map((r) => r[key]);
+    if (values.every((v) => typeof v === 'boolean')) {
+      merged[key] = values.every(Boolean);
+    } else if (values.every((v) => typeof v === 'number' && Number.isFinite(v))) {
+      const sorted = [...values].sort((a, b) => a - b);
+      const mid = sorted.length >> 1;
+      merged[key] = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+      merged.roundValues[key] = values;
+    }
+  }
+  const busiest = rounds.reduce((a, b) =>
+    (b.foreignCpuPct ?? 0) > (a.foreignCpuPct ?? 0) ? b : a,
+  );
+  merged.foreignCpuPct = busiest.foreignCpuPct;
+  merged.foreignCpuTop = busiest.foreignCpuTop;
+  return merged;
+}
+
 function runNotes(record) {
   const notes = [];
   const { results } = record;
+  const rounds = Object.values(results).find((r) => r?.rounds > 1)?.rounds;
+  if (rounds) {
+    const spread = Object.entries(results)
+      .filter(([, r]) => r?.roundValues)
+      .flatMap(([side, r]) =>
+        record.targetKeys.map(
+          (key) => `${side} ${r.roundValues[key].map((v) => fmt(v)).join(' / ')}`,
+        ),
+      );
+    notes.push(
+      `- ${record.scenario}: the median of ${rounds} rounds, the sides in alternating order; ` +
+        `the rounds' ${record.targetKeys.join(', ')}: ${spread.join('; ')}.`,
+    );
+  }
   for (const [side, result] of Object.entries(results)) {
     if (result?.error) {
       notes.push(`- ${record.scenario}, ${side}: error: ${result.error.replace(/\|/g, '/')}`);

@@ -7,6 +7,8 @@ import { n } from '../lib/report.mjs';
 
 export const history = {
   name: 'history',
+  // A short scenario whose figures swing with the machine: the median of three rounds.
+  rounds: 3,
   title: (p) =>
     `History: ${n(p.events)} events over ${n(p.users)} users, ${p.connections} connections, ${p.durationMs / 1000} s`,
   size: (q) =>

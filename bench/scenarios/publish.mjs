@@ -6,6 +6,8 @@ import { n } from '../lib/report.mjs';
 
 export const publish = {
   name: 'publish',
+  // A short scenario whose figures swing with the machine: the median of three rounds.
+  rounds: 3,
   title: (p) =>
     `Publish rate: ${n(p.listeners)} listeners, ${p.publishers} concurrent publishers, ${p.durationMs / 1000} s`,
   size: (q) =>
