@@ -54,6 +54,7 @@ export class SseListener {
   send(frame: Frame): void {
     if (this.ended) return;
     this.given += frame.bytes;
+    holdWritesThisTurn(this.socket);
     this.subscriber.next(frame.message);
   }
 
@@ -111,4 +112,26 @@ export class SseListener {
     this.ended ??= this.queuedBytes > bound ? 'slow' : 'client';
     return this.ended;
   }
+}
+
+/** Sockets held corked until the event loop's current turn ends. */
+const held = new Set<Socket>();
+
+/**
+ * Holds `socket`'s writes until the current turn of the event loop ends, then lets them go as
+ * one. Nest writes every message of a stream as its own chunk, each waiting for the one
+ * before (a promise and a tick apart): without this, a batch of events published together
+ * cost every listener a system call per event. Held with the socket's own cork, so the
+ * bytes and their order are exactly Nest's; released for all sockets by one setImmediate.
+ */
+function holdWritesThisTurn(socket: Socket): void {
+  if (held.has(socket)) return;
+  if (held.size === 0) setImmediate(releaseHeld);
+  held.add(socket);
+  socket.cork();
+}
+
+function releaseHeld(): void {
+  for (const socket of held) socket.uncork();
+  held.clear();
 }
