@@ -10,20 +10,28 @@ export function CodePointLength(min: number, max: number, options?: ValidationOp
       name: 'codePointLength',
       constraints: [min, max],
       validator: {
-        validate: (value: unknown) => {
-          if (typeof value !== 'string') return false;
-          const length = countCodePoints(value, max + 1);
-          return length >= min && length <= max;
-        },
-        defaultMessage: buildMessage(
-          (each) =>
-            `${each}$property must be between $constraint1 and $constraint2 characters long`,
-          options,
-        ),
+        validate: (value: unknown) => hasCodePointLength(value, min, max),
+        defaultMessage: buildMessage((each) => `${each}${CODE_POINT_LENGTH_MESSAGE}`, options),
       },
     },
     options,
   );
+}
+
+const CODE_POINT_LENGTH_MESSAGE =
+  '$property must be between $constraint1 and $constraint2 characters long';
+
+export function hasCodePointLength(value: unknown, min: number, max: number): boolean {
+  if (typeof value !== 'string') return false;
+  const length = countCodePoints(value, max + 1);
+  return length >= min && length <= max;
+}
+
+/** CodePointLength's message, for a check made without class-validator. */
+export function codePointLengthMessage(property: string, min: number, max: number): string {
+  return CODE_POINT_LENGTH_MESSAGE.replace('$property', property)
+    .replace('$constraint1', String(min))
+    .replace('$constraint2', String(max));
 }
 
 /** Counts code points, stopping early past `limit` so a huge string costs little. */
@@ -44,16 +52,24 @@ export function IsPrintableText(options?: ValidationOptions) {
     {
       name: 'isPrintableText',
       validator: {
-        validate: (value: unknown) =>
-          typeof value === 'string' && value.isWellFormed() && !CONTROL_CHARACTERS.test(value),
-        defaultMessage: buildMessage(
-          (each) => `${each}$property must not contain control characters or unpaired surrogates`,
-          options,
-        ),
+        validate: isPrintableText,
+        defaultMessage: buildMessage((each) => `${each}${PRINTABLE_TEXT_MESSAGE}`, options),
       },
     },
     options,
   );
+}
+
+const PRINTABLE_TEXT_MESSAGE =
+  '$property must not contain control characters or unpaired surrogates';
+
+export function isPrintableText(value: unknown): boolean {
+  return typeof value === 'string' && value.isWellFormed() && !CONTROL_CHARACTERS.test(value);
+}
+
+/** IsPrintableText's message, for a check made without class-validator. */
+export function printableTextMessage(property: string): string {
+  return PRINTABLE_TEXT_MESSAGE.replace('$property', property);
 }
 
 /** Any text Postgres can store byte-for-byte: well-formed, and no NUL. */

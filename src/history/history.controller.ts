@@ -1,8 +1,9 @@
-import { Controller, Get, Param, Query, Res } from '@nestjs/common';
+import { Controller, Get, Query, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
-import { HistoryQueryDto, HistoryResponseDto, UserIdParamDto } from './history.dto.js';
+import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
+import { HistoryQueryDto, HistoryResponseDto } from './history.dto.js';
 import { HistoryService, type HistoryResult } from './history.service.js';
 
 const LINK_DESCRIPTION =
@@ -36,9 +37,10 @@ export class HistoryController {
       },
     },
   })
+  @ApiUserIdParam()
   @ApiErrorResponses(400, 500)
   async getNameHistory(
-    @Param() { userId }: UserIdParamDto,
+    @UserIdParam() userId: string,
     @Query() query: HistoryQueryDto,
     @Res({ passthrough: true }) res: Response,
   ): Promise<HistoryResponseDto> {

@@ -2,23 +2,10 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { IsZonedTimestamp } from '../common/timestamp.js';
-import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
 import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
 
 export const HISTORY_MAX_LIMIT = 1000;
 const LIMIT_MESSAGE = `limit must be an integer between 1 and ${HISTORY_MAX_LIMIT}`;
-
-export class UserIdParamDto {
-  @ApiProperty({
-    description: 'The user id on the chat platform (URL-encoded).',
-    minLength: 1,
-    maxLength: USER_ID_MAX_LENGTH,
-    example: '123456789012345678',
-  })
-  @IsUserId()
-  // An empty segment matches the route without an id: that is an id of length 0.
-  userId: string = '';
-}
 
 export const CURSOR_MESSAGE =
   "cursor must be one this service issued, in a Link header of this user's history";

@@ -1,9 +1,10 @@
-import { applyDecorators, Controller, Delete, Get, Param, Put, UseGuards } from '@nestjs/common';
+import { applyDecorators, Controller, Delete, Get, Put, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { AdminTokenGuard } from './admin-token.guard.js';
-import { ErasureResponseDto, OptOutResponseDto, PrivacyUserParamDto } from './privacy.dto.js';
+import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
+import { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
 import { PrivacyService } from './privacy.service.js';
 
 /** What every administration route may answer besides its 200. */
@@ -24,6 +25,7 @@ function ApiAdministration(method: 'GET' | 'PUT' | 'DELETE', route: 'prevnames' 
       example: { message: `Cannot ${method} /api/users/123456789012345678/${route}`, code: 404 },
     }),
     ApiErrorResponses(400, 500),
+    ApiUserIdParam(),
   );
 }
 
@@ -41,7 +43,7 @@ export class PrivacyController {
   })
   @ApiOkResponse({ type: ErasureResponseDto, description: 'Erased.' })
   @ApiAdministration('DELETE', 'prevnames')
-  eraseNameHistory(@Param() { userId }: PrivacyUserParamDto): Promise<ErasureResponseDto> {
+  eraseNameHistory(@UserIdParam() userId: string): Promise<ErasureResponseDto> {
     return this.privacy.eraseNameHistory(userId);
   }
 
@@ -53,7 +55,7 @@ export class PrivacyController {
   })
   @ApiOkResponse({ type: OptOutResponseDto, description: 'Opted out (`optedOut: true`).' })
   @ApiAdministration('PUT', 'opt-out')
-  optOut(@Param() { userId }: PrivacyUserParamDto): Promise<OptOutResponseDto> {
+  optOut(@UserIdParam() userId: string): Promise<OptOutResponseDto> {
     return this.privacy.optOut(userId);
   }
 
@@ -65,7 +67,7 @@ export class PrivacyController {
   })
   @ApiOkResponse({ type: OptOutResponseDto, description: 'Opted in (`optedOut: false`).' })
   @ApiAdministration('DELETE', 'opt-out')
-  optIn(@Param() { userId }: PrivacyUserParamDto): Promise<OptOutResponseDto> {
+  optIn(@UserIdParam() userId: string): Promise<OptOutResponseDto> {
     return this.privacy.optIn(userId);
   }
 
@@ -76,7 +78,7 @@ export class PrivacyController {
   })
   @ApiOkResponse({ type: OptOutResponseDto, description: "The user's state." })
   @ApiAdministration('GET', 'opt-out')
-  getOptOut(@Param() { userId }: PrivacyUserParamDto): Promise<OptOutResponseDto> {
+  getOptOut(@UserIdParam() userId: string): Promise<OptOutResponseDto> {
     return this.privacy.getOptOut(userId);
   }
 }

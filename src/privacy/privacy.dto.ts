@@ -1,16 +1,4 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
-
-export class PrivacyUserParamDto {
-  @ApiProperty({
-    description: 'The user id on the chat platform (URL-encoded).',
-    minLength: 1,
-    maxLength: USER_ID_MAX_LENGTH,
-    example: '123456789012345678',
-  })
-  @IsUserId()
-  userId: string;
-}
 
 export class ErasureResponseDto {
   @ApiProperty({ example: '123456789012345678' })
