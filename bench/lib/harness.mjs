@@ -42,7 +42,9 @@ export class Instance {
         REDIS_URL: ctx.redisUrl,
         REDIS_KEY_PREFIX: redisPrefix ?? ctx.redisPrefix,
         REDIS_CHANNEL: `${redisPrefix ?? ctx.redisPrefix}:events`,
-        LOG_LEVEL: 'warn',
+        // The service's own default (info): its access log writes a line per request, as in
+        // production, and the benchmark pays for it.
+        LOG_LEVEL: 'info',
         SSE_MAX_LISTENERS: '100000',
         ...target.env,
         ...env,
