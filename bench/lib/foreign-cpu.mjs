@@ -124,3 +124,29 @@ export async function waitForQuiet(maxMs, thresholdPct = 15) {
   } while (Date.now() < deadline);
   return last;
 }
+
+/** The machine's CPU time so far, from /proc/stat: busy and total, in ticks, all cores. */
+function machineTicks() {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = fields.map(Number);
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy, total: busy + idle + iowait };
+}
+
+/**
+ * How busy the whole machine is between start() and stop(): the share of all its cores'
+ * time spent running anything (the servers, Postgres, Redis, the load processes), in %.
+ * Near 100, a second instance has no idle core to run on.
+ */
+export class MachineCpu {
+  start() {
+    this.before = machineTicks();
+    return this;
+  }
+
+  stop() {
+    const after = machineTicks();
+    const total = after.total - this.before.total;
+    return total > 0 ? Math.round(((after.busy - this.before.busy) / total) * 1000) / 10 : null;
+  }
+}

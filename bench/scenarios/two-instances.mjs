@@ -1,5 +1,6 @@
 // Two instances sharing Redis: the same listeners and events on one instance, then split
 // over two (half each, events posted to both in turn).
+import { MachineCpu } from '../lib/foreign-cpu.mjs';
 import { Instance, ListenerFleet, Publisher, closedLoopFanout } from '../lib/harness.mjs';
 import { n } from '../lib/report.mjs';
 
@@ -27,6 +28,26 @@ export const twoInstances = {
       target: { op: '>=', value: 1.8 },
     },
     { key: 'exactlyOnce', label: 'exactly once, both runs', unit: '', better: 'true' },
+    // What bounds the scaling: a machine already busy with one instance has no core left
+    // for a second one (BENCHMARKS.md, "Two instances").
+    {
+      key: 'oneMachineBusyPct',
+      label: 'one instance: machine CPU busy (all cores)',
+      unit: '%',
+      better: 'lower',
+    },
+    {
+      key: 'oneInstanceCores',
+      label: 'one instance: its own CPU, in cores',
+      unit: '',
+      better: 'lower',
+    },
+    {
+      key: 'machineBusyPct',
+      label: 'two instances: machine CPU busy (all cores)',
+      unit: '%',
+      better: 'lower',
+    },
   ],
   async run(ctx, target, { listeners, events }) {
     const { database, instance: a } = await ctx.server(target);
@@ -47,7 +68,8 @@ export const twoInstances = {
           );
         }
         await ctx.pause(500);
-        return await closedLoopFanout(ctx, {
+        const machine = new MachineCpu().start();
+        const result = await closedLoopFanout(ctx, {
           fleet,
           publisher,
           instances,
@@ -55,6 +77,7 @@ export const twoInstances = {
           listeners: c.open,
           maxMs: ctx.quick ? 20_000 : 120_000,
         });
+        return { ...result, machineBusyPct: machine.stop() };
       } finally {
         await fleet.stop();
         await publisher.stop();
@@ -80,6 +103,11 @@ export const twoInstances = {
       oneCpuUsPerDelivery: one.cpuUsPerDelivery,
       scaling: Math.round((two.deliveriesPerSec / one.deliveriesPerSec) * 100) / 100,
       exactlyOnce: one.exactlyOnce && two.exactlyOnce,
+      machineBusyPct: two.machineBusyPct,
+      oneMachineBusyPct: one.machineBusyPct,
+      // CPU per delivery × deliveries per second: how many cores the one instance kept busy.
+      oneInstanceCores:
+        Math.round(((one.cpuUsPerDelivery * one.deliveriesPerSec) / 1e6) * 100) / 100,
       lost: one.lost + two.lost,
       duplicates: one.duplicates + two.duplicates,
       outOfOrder: one.outOfOrder + two.outOfOrder,
