@@ -48,6 +48,24 @@ async function twoRequests(adapter: ExpressAdapter) {
   }
 }
 
+/**
+ * Both requests saw these prototypes, by identity (prototypes have no enumerable properties
+ * for a likeness check to tell apart), and Express's methods.
+ */
+function expectPrototypes(
+  seen: Seen[],
+  expected: { atBirth: { req: object; res: object }; inHandler: { req: object; res: object } },
+): void {
+  expect(seen).toHaveLength(2);
+  for (const { atBirth, inHandler, expressMethods } of seen) {
+    expect(atBirth.req).toBe(expected.atBirth.req);
+    expect(atBirth.res).toBe(expected.atBirth.res);
+    expect(inHandler.req).toBe(expected.inHandler.req);
+    expect(inHandler.res).toBe(expected.inHandler.res);
+    expect(expressMethods).toBe(true);
+  }
+}
+
 describe('ExpressHttpAdapter', () => {
   it('makes requests and responses with Express prototypes from birth, so Express changes none', async () => {
     const { app, bodies, seen } = await twoRequests(new ExpressHttpAdapter());
@@ -57,15 +75,8 @@ describe('ExpressHttpAdapter', () => {
       { path: '/thing', host },
       { path: '/thing', host },
     ]);
-    // Identity, not likeness: prototypes have no enumerable properties to tell them apart.
-    for (const { atBirth, inHandler, expressMethods } of seen) {
-      expect(atBirth.req).toBe(app.request);
-      expect(atBirth.res).toBe(app.response);
-      expect(inHandler.req).toBe(app.request);
-      expect(inHandler.res).toBe(app.response);
-      expect(expressMethods).toBe(true);
-    }
-    expect(seen).toHaveLength(2);
+    const express = { req: app.request, res: app.response };
+    expectPrototypes(seen, { atBirth: express, inHandler: express });
     // Express's own prototypes are still on the chain, one link down.
     expect(Object.getPrototypeOf(app.request)).toHaveProperty('get');
     expect(Object.getPrototypeOf(app.response)).toHaveProperty('json');
@@ -74,13 +85,9 @@ describe('ExpressHttpAdapter', () => {
   it("is needed: with Nest's own adapter, Express changes every request's prototypes", async () => {
     const { app, seen } = await twoRequests(new ExpressAdapter());
 
-    for (const { atBirth, inHandler, expressMethods } of seen) {
-      expect(atBirth.req).toBe(IncomingMessage.prototype);
-      expect(atBirth.res).toBe(ServerResponse.prototype);
-      expect(inHandler.req).toBe(app.request);
-      expect(inHandler.res).toBe(app.response);
-      expect(expressMethods).toBe(true);
-    }
-    expect(seen).toHaveLength(2);
+    expectPrototypes(seen, {
+      atBirth: { req: IncomingMessage.prototype, res: ServerResponse.prototype },
+      inHandler: { req: app.request, res: app.response },
+    });
   });
 });
