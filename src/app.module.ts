@@ -1,54 +1,65 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { ConfigModule, ConfigService } from '@nestjs/config';
 import { LoggerModule } from 'nestjs-pino';
+import { AdminModule } from './admin/admin.module.js';
 import { loggerOptions } from './common/logger.js';
-import { AppConfig, buildConfiguration } from './config/configuration.js';
-import { EventsModule } from './events/events.module.js';
+import { appConfig } from './config/app.config.js';
+import type { ConfigOf } from './config/config-section.js';
+import { ConfigurationModule } from './config/configuration.module.js';
+import { httpConfig } from './config/http.config.js';
+import { Owns } from './config/owns.decorator.js';
 import { DatabaseModule } from './database/database.module.js';
 import { DetectorModule } from './detector/detector.module.js';
+import { EventsModule } from './events/events.module.js';
 import { HealthModule } from './health/health.module.js';
 import { HistoryModule } from './history/history.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { NameEventsModule } from './name-events/name-events.module.js';
 import { PrivacyModule } from './privacy/privacy.module.js';
 import { PublishModule } from './publish/publish.module.js';
+import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RedisModule } from './redis/redis.module.js';
 
 /**
- * The application. `forRoot(env)` validates the environment first: a bad variable throws a
- * `ConfigurationError` naming it, before anything starts. Tests pass their own `env`.
+ * Every module of the application, one line each. A module brings what it owns with it
+ * (`@Owns`: its variables, migrations, OpenAPI tags): listing it here is all it takes.
  */
+const FEATURE_MODULES = [
+  MetricsModule,
+  DatabaseModule,
+  RedisModule,
+  AdminModule,
+  NameEventsModule,
+  HealthModule,
+  HistoryModule,
+  RateLimitModule,
+  PublishModule,
+  EventsModule,
+  DetectorModule,
+  PrivacyModule,
+];
+
+/**
+ * The application. `forRoot(env)` validates the environment of every module first: a bad
+ * variable throws a `ConfigurationError` naming it, before anything starts. Tests pass their
+ * own `env`.
+ */
+@Owns({ config: [appConfig, httpConfig] })
 @Module({})
 export class AppModule {
   static forRoot(env: Record<string, string | undefined> = process.env): DynamicModule {
-    const configuration = buildConfiguration(env);
     return {
       module: AppModule,
       imports: [
-        ConfigModule.forRoot({
-          isGlobal: true,
-          ignoreEnvFile: true,
-          ignoreEnvVars: true,
-          skipProcessEnv: true,
-          cache: true,
-          load: [() => configuration],
-        }),
+        ConfigurationModule.forRoot(env, APPLICATION_MODULES),
         LoggerModule.forRootAsync({
-          inject: [ConfigService],
-          useFactory: (config: ConfigService<AppConfig, true>) =>
-            loggerOptions(config.get('app', { infer: true }).logLevel),
+          inject: [appConfig.KEY],
+          useFactory: (app: ConfigOf<typeof appConfig>) => loggerOptions(app.logLevel),
         }),
-        MetricsModule,
-        DatabaseModule,
-        RedisModule,
-        NameEventsModule,
-        HealthModule,
-        HistoryModule,
-        PublishModule,
-        EventsModule,
-        DetectorModule,
-        PrivacyModule,
+        ...FEATURE_MODULES,
       ],
     };
   }
 }
+
+/** The application's own module and every feature module: what `@Owns` is collected from. */
+export const APPLICATION_MODULES: readonly unknown[] = [AppModule, ...FEATURE_MODULES];

@@ -8,7 +8,7 @@ import { AppModule } from './app.module.js';
 import { ExpressHttpAdapter } from './common/express-http-adapter.js';
 import { configureApp } from './app.setup.js';
 import type { AppConfig } from './config/configuration.js';
-import { ConfigurationError } from './config/environment.js';
+import { ConfigurationError } from './config/load-configuration.js';
 import { HttpDrainService } from './health/http-drain.service.js';
 
 async function bootstrap(): Promise<void> {

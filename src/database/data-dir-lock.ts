@@ -2,7 +2,7 @@ import { unlink } from 'node:fs/promises';
 import net from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ConfigurationError } from '../config/environment.js';
+import { ConfigurationError } from '../config/load-configuration.js';
 
 /** The lock's name in DATA_DIR. */
 const LOCK_NAME = 'instance.lock';

@@ -1,10 +1,13 @@
 import { Module, OnApplicationShutdown } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
 import { InjectDataSource, TypeOrmModule, type TypeOrmModuleOptions } from '@nestjs/typeorm';
-import type { AppConfig } from '../config/configuration.js';
+import type { ConfigOf } from '../config/config-section.js';
+import { OWNED_BY_MODULES } from '../config/configuration.module.js';
+import { Owns, type Owned } from '../config/owns.decorator.js';
 import { AppDataSource } from './app-data-source.js';
+import { databaseConfig } from './database.config.js';
 import { DatabaseHealthIndicator } from './database.health.js';
+import { SqlService } from './sql.service.js';
 import { postgresOptions, type PostgresConnectionOptions } from './postgres-options.js';
 
 type DataSourceOptions = PostgresConnectionOptions &
@@ -12,16 +15,25 @@ type DataSourceOptions = PostgresConnectionOptions &
 
 /**
  * Postgres through TypeORM: the server at `DATABASE_URL`, or the embedded PGlite under
- * `DATA_DIR` when it is unset. Migrations run at start-up under an advisory lock.
+ * `DATA_DIR` when it is unset. Every module's migrations (see `@Owns`) run at start-up, in
+ * timestamp order, under an advisory lock. `SqlService` runs the statements.
  */
+@Owns({ config: [databaseConfig] })
 @Module({
   imports: [
     TypeOrmModule.forRootAsync({
-      inject: [ConfigService],
-      useFactory: (config: ConfigService<AppConfig, true>): DataSourceOptions => {
-        const db = config.get('database', { infer: true });
+      inject: [databaseConfig.KEY, OWNED_BY_MODULES],
+      useFactory: (
+        db: ConfigOf<typeof databaseConfig>,
+        { entities, migrations }: Required<Owned>,
+      ): DataSourceOptions => {
         return {
-          ...postgresOptions({ url: db.url, poolSize: db.poolSize }),
+          ...postgresOptions({
+            url: db.url,
+            poolSize: db.poolSize,
+            entities: [...entities],
+            migrations: [...migrations],
+          }),
           // AppDataSource.open() retries Postgres by itself; what it throws (the embedded
           // database failing, its DATA_DIR in use) does not get better by trying again.
           toRetry: () => false,
@@ -42,8 +54,8 @@ type DataSourceOptions = PostgresConnectionOptions &
     }),
     TerminusModule,
   ],
-  providers: [DatabaseHealthIndicator],
-  exports: [DatabaseHealthIndicator],
+  providers: [DatabaseHealthIndicator, SqlService],
+  exports: [DatabaseHealthIndicator, SqlService],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@InjectDataSource() private readonly dataSource: AppDataSource) {}

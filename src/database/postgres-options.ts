@@ -1,13 +1,14 @@
 import type { DataSourceOptions } from 'typeorm';
-import { entities } from './entities.js';
-import { migrations } from './migrations/index.js';
 
 export type PostgresConnectionOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
 
 /** Bounds every statement, so a hung database turns into an error rather than a hung request. */
 const STATEMENT_TIMEOUT_MS = 10_000;
 
-/** The options every data source of the service shares: the app's, the CLI's, the tests'. */
+/**
+ * The options every data source of the service shares: the app's and the CLI's. `entities`
+ * and `migrations` are those every module owns (see `@Owns`).
+ */
 export function postgresOptions(
   overrides: Partial<PostgresConnectionOptions> & { poolSize?: number },
 ): PostgresConnectionOptions {
@@ -18,8 +19,6 @@ export function postgresOptions(
   const poolSize = overrides.poolSize ?? 10;
   return {
     type: 'postgres',
-    entities,
-    migrations,
     synchronize: false,
     migrationsRun: false,
     // Each migration in a transaction of its own, unless it opts out (an index built

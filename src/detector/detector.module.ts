@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
-import type { AppConfig } from '../config/configuration.js';
+import type { ConfigOf } from '../config/config-section.js';
+import { Owns } from '../config/owns.decorator.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
 import { PublishModule } from '../publish/publish.module.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { Clock } from './clock.js';
+import { discordConfig } from './detector.config.js';
 import { DetectorLease, LocalDetectorLease, RedisDetectorLease } from './detector-lease.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './detector.settings.js';
@@ -19,17 +20,17 @@ import { NameChangeDetector } from './name-change-detector.js';
  * on when DISCORD_TOKEN is set. Offers nothing to other modules: its output is the events it
  * publishes.
  */
+@Owns({ config: [discordConfig] })
 @Module({
   imports: [PublishModule, NameEventsModule, RedisModule],
   providers: [
     {
       provide: DETECTOR_SETTINGS,
-      inject: [ConfigService],
-      useFactory: (config: ConfigService<AppConfig, true>): DetectorSettings =>
-        detectorSettings(
-          config.get('discord', { infer: true }),
-          config.get('redis', { infer: true }),
-        ),
+      inject: [discordConfig.KEY, RedisConnections],
+      useFactory: (
+        discord: ConfigOf<typeof discordConfig>,
+        redis: RedisConnections,
+      ): DetectorSettings => detectorSettings(discord, redis),
     },
     {
       provide: DetectorLease,

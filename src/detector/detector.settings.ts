@@ -1,4 +1,5 @@
-import type { AppConfig } from '../config/configuration.js';
+import type { ConfigOf } from '../config/config-section.js';
+import type { discordConfig } from './detector.config.js';
 
 /** The detector's settings: injected with `@Inject(DETECTOR_SETTINGS)`. */
 export const DETECTOR_SETTINGS = 'DETECTOR_SETTINGS';
@@ -35,8 +36,8 @@ export interface DetectorSettings {
 }
 
 export function detectorSettings(
-  discord: AppConfig['discord'],
-  redis: Pick<AppConfig['redis'], 'keyPrefix'>,
+  discord: ConfigOf<typeof discordConfig>,
+  redis: { keyPrefix: string },
 ): DetectorSettings {
   return {
     token: discord.token,

@@ -6,14 +6,14 @@ import {
   MessageEvent,
   ServiceUnavailableException,
 } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import type { Request } from 'express';
 import { EMPTY, Observable, of } from 'rxjs';
 import { requestIdOf } from '../common/logger.js';
-import type { AppConfig } from '../config/configuration.js';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventsService, type OpenedStream } from '../name-events/name-events.service.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import { sseConfig } from './events.config.js';
 import { SseListener, type CloseReason, type Frame } from './sse-listener.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
@@ -44,7 +44,6 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('EventStream');
   private readonly listeners = new Set<SseListener>();
   private readonly frames = new WeakMap<StoredNameEvent, Frame>();
-  private readonly sse: AppConfig['sse'];
   /** One timer per instance, running while anyone listens. */
   private keepAliveTimer?: NodeJS.Timeout;
   /** Streams being set up: they count against the cap already. */
@@ -54,9 +53,8 @@ export class EventStreamService implements BeforeApplicationShutdown {
   constructor(
     private readonly nameEvents: NameEventsService,
     private readonly metrics: MetricsService,
-    config: ConfigService<AppConfig, true>,
+    @InjectConfig(sseConfig) private readonly sse: ConfigOf<typeof sseConfig>,
   ) {
-    this.sse = config.get('sse', { infer: true });
     metrics.onCollect(() => metrics.listeners.set(this.listeners.size));
   }
 

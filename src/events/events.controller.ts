@@ -8,7 +8,6 @@ import {
   Sse,
   SseSignal,
 } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import {
   ApiExtraModels,
   ApiHeader,
@@ -20,7 +19,8 @@ import {
 import type { Request } from 'express';
 import type { Observable } from 'rxjs';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
-import type { AppConfig } from '../config/configuration.js';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
+import { sseConfig } from './events.config.js';
 import {
   EVENT_ID_MESSAGE,
   EVENT_ID_PATTERN,
@@ -53,13 +53,13 @@ const STREAM_EXAMPLE =
 export class EventsController {
   constructor(
     private readonly streams: EventStreamService,
-    config: ConfigService<AppConfig, true>,
+    @InjectConfig(sseConfig) sse: ConfigOf<typeof sseConfig>,
   ) {
     // @Sse()'s options are read when the routes are registered, after the providers are
     // built: the configured bound is applied here, before that.
     const listen = Object.getOwnPropertyDescriptor(EventsController.prototype, 'listen')!;
     Sse('listen', {
-      maxPendingDataLength: config.get('sse', { infer: true }).bufferLimitBytes,
+      maxPendingDataLength: sse.bufferLimitBytes,
     })(EventsController.prototype, 'listen', listen);
   }
 

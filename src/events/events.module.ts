@@ -1,9 +1,15 @@
 import { Module } from '@nestjs/common';
+import { Owns } from '../config/owns.decorator.js';
+import { sseConfig } from './events.config.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
 import { EventsController } from './events.controller.js';
 import { EventStreamService } from './event-stream.service.js';
 
 /** GET /webhooks/prevnames/listen: the `@Sse()` stream over the name-event domain. */
+@Owns({
+  config: [sseConfig],
+  apiTags: [{ name: 'events', description: 'Publishing and streaming name change events' }],
+})
 @Module({
   imports: [NameEventsModule],
   controllers: [EventsController],

@@ -1,9 +1,11 @@
 import { Module } from '@nestjs/common';
+import { Owns } from '../config/owns.decorator.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
 import { HistoryController } from './history.controller.js';
 import { HistoryService } from './history.service.js';
 
 /** GET /users/:userId/prevnames: a user's name history, read from the name-event domain. */
+@Owns({ apiTags: [{ name: 'history', description: "Users' previous names" }] })
 @Module({
   imports: [NameEventsModule],
   controllers: [HistoryController],

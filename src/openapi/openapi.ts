@@ -3,6 +3,8 @@ import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swag
 import type { NextFunction, Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { OWNED_BY_MODULES } from '../config/configuration.module.js';
+import type { Owned } from '../config/owns.decorator.js';
 
 const { version } = JSON.parse(
   readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
@@ -31,12 +33,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addServer('/', 'This instance')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'PUBLISH_TOKEN, when set' })
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' }, ADMIN_SCHEME)
-    .addTag('history', "Users' previous names")
-    .addTag('events', 'Publishing and streaming name change events')
-    .addTag('privacy', 'Erasure and opt-out (administration, off unless ADMIN_TOKEN is set)')
-    .addTag('health', 'Probes for orchestrators and load balancers')
-    .addTag('operations', 'Metrics')
     .build();
+  // Each module names its own tags (`@Owns`), in the order of app.module.ts.
+  config.tags = app.get<Required<Owned>>(OWNED_BY_MODULES).apiTags.map((tag) => ({ ...tag }));
   const document = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (_controllerKey, methodKey) => methodKey,
     extraModels: [ErrorResponseDto],

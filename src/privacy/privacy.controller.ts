@@ -2,7 +2,7 @@ import { applyDecorators, Controller, Delete, Get, Put, UseGuards } from '@nestj
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
-import { AdminTokenGuard } from './admin-token.guard.js';
+import { AdminTokenGuard } from '../admin/admin-token.guard.js';
 import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
 import { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
 import { PrivacyService } from './privacy.service.js';

@@ -1,10 +1,11 @@
 import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
-import type { AppConfig } from '../config/configuration.js';
+import { AdminModule } from '../admin/admin.module.js';
+import { AdminTokenGuard } from '../admin/admin-token.guard.js';
+import { Owns } from '../config/owns.decorator.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
-import { AdminTokenGuard, answerAsUnknownRoute } from './admin-token.guard.js';
+import { retentionConfig } from './privacy.config.js';
 import { PrivacyController } from './privacy.controller.js';
 import { PrivacyService } from './privacy.service.js';
 import { LocalRetentionLease, RedisRetentionLease, RetentionLease } from './retention-lease.js';
@@ -18,11 +19,19 @@ const RETENTION_LEASE_MS = 60_000;
  * retention job (off unless RETENTION_DAYS is set). Offers nothing to other modules: the
  * opt-out is enforced by the name-event domain itself.
  */
+@Owns({
+  apiTags: [
+    {
+      name: 'privacy',
+      description: 'Erasure and opt-out (administration, off unless ADMIN_TOKEN is set)',
+    },
+  ],
+  config: [retentionConfig],
+})
 @Module({
-  imports: [NameEventsModule, RedisModule],
+  imports: [AdminModule, NameEventsModule, RedisModule],
   controllers: [PrivacyController],
   providers: [
-    AdminTokenGuard,
     PrivacyService,
     {
       provide: RetentionLease,
@@ -40,11 +49,9 @@ const RETENTION_LEASE_MS = 60_000;
   ],
 })
 export class PrivacyModule implements NestModule {
-  constructor(private readonly config: ConfigService<AppConfig, true>) {}
+  constructor(private readonly admin: AdminTokenGuard) {}
 
   configure(consumer: MiddlewareConsumer): void {
-    if (this.config.get('privacy', { infer: true }).adminToken === undefined) {
-      consumer.apply(answerAsUnknownRoute).forRoutes(PrivacyController);
-    }
+    this.admin.hideUnlessEnabled(consumer, PrivacyController);
   }
 }

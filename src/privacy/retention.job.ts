@@ -4,10 +4,10 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
-import type { AppConfig } from '../config/configuration.js';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { PrivacyRepository } from '../name-events/privacy.repository.js';
+import { retentionConfig } from './privacy.config.js';
 import { RetentionLease } from './retention-lease.js';
 
 const DAY_MS = 86_400_000;
@@ -29,15 +29,14 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
   private stopped = false;
 
   constructor(
-    config: ConfigService<AppConfig, true>,
+    @InjectConfig(retentionConfig) settings: ConfigOf<typeof retentionConfig>,
     private readonly privacy: PrivacyRepository,
     private readonly lease: RetentionLease,
     private readonly metrics: MetricsService,
   ) {
-    const settings = config.get('privacy', { infer: true });
-    this.days = settings.retentionDays;
-    this.intervalMs = settings.retentionIntervalMs;
-    this.batchSize = settings.retentionBatchSize;
+    this.days = settings.days;
+    this.intervalMs = settings.intervalMs;
+    this.batchSize = settings.batchSize;
   }
 
   onApplicationBootstrap(): void {

@@ -1,16 +1,15 @@
 import { CanActivate, ExecutionContext, Injectable, UnauthorizedException } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import type { Request } from 'express';
 import { BearerToken } from '../common/bearer-token.js';
-import type { AppConfig } from '../config/configuration.js';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
+import { publishConfig } from './publish.config.js';
 
 /** With PUBLISH_TOKEN set, publishing needs `Authorization: Bearer <token>`. */
 @Injectable()
 export class PublishTokenGuard implements CanActivate {
   private readonly expected?: BearerToken;
 
-  constructor(config: ConfigService<AppConfig, true>) {
-    const token = config.get('publish', { infer: true }).token;
+  constructor(@InjectConfig(publishConfig) { token }: ConfigOf<typeof publishConfig>) {
     this.expected = token === undefined ? undefined : new BearerToken(token);
   }
 

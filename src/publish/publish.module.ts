@@ -1,10 +1,13 @@
 import { Module } from '@nestjs/common';
+import { Owns } from '../config/owns.decorator.js';
+import { publishConfig } from './publish.config.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
 import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { PublishController } from './publish.controller.js';
 import { PublishService } from './publish.service.js';
 
 /** POST /webhooks/prevnames, and the publish path the detector shares (PublishService). */
+@Owns({ config: [publishConfig] })
 @Module({
   imports: [NameEventsModule, RateLimitModule],
   controllers: [PublishController],

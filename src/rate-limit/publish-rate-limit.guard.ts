@@ -5,9 +5,9 @@ import {
   HttpStatus,
   Injectable,
 } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import type { Request, Response } from 'express';
-import type { AppConfig } from '../config/configuration.js';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
+import { rateLimitConfig } from './rate-limit.config.js';
 import { RateLimitStore } from './rate-limit.store.js';
 
 export const RATE_LIMITED_MESSAGE = 'Too many requests: the publish rate limit is exceeded';
@@ -25,11 +25,10 @@ export class PublishRateLimitGuard implements CanActivate {
 
   constructor(
     private readonly store: RateLimitStore,
-    config: ConfigService<AppConfig, true>,
+    @InjectConfig(rateLimitConfig) { limit, windowMs }: ConfigOf<typeof rateLimitConfig>,
   ) {
-    ({ rateLimit: this.limit, rateWindowMs: this.windowMs } = config.get('publish', {
-      infer: true,
-    }));
+    this.limit = limit;
+    this.windowMs = windowMs;
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {

@@ -1,29 +1,29 @@
 import { Module, OnApplicationShutdown } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
-import type { AppConfig } from '../config/configuration.js';
+import type { ConfigOf } from '../config/config-section.js';
+import { Owns } from '../config/owns.decorator.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { PublishRateLimitGuard } from './publish-rate-limit.guard.js';
 import { MemoryRateLimitStore, RateLimitStore } from './rate-limit.store.js';
+import { rateLimitConfig } from './rate-limit.config.js';
 import { RedisRateLimitStore } from './redis-rate-limit.store.js';
 
 /** The publish rate limit: its guard, and a store in Redis when configured, else in memory. */
+@Owns({ config: [rateLimitConfig] })
 @Module({
   imports: [RedisModule],
   providers: [
     {
       provide: RateLimitStore,
-      inject: [ConfigService, RedisConnections],
+      inject: [rateLimitConfig.KEY, RedisConnections],
       useFactory: (
-        config: ConfigService<AppConfig, true>,
+        { limit }: ConfigOf<typeof rateLimitConfig>,
         redis: RedisConnections,
-      ): RateLimitStore => {
-        const { rateLimit } = config.get('publish', { infer: true });
+      ): RateLimitStore =>
         // No limit, no connection to hold.
-        return redis.enabled && rateLimit > 0
+        redis.enabled && limit > 0
           ? new RedisRateLimitStore(redis.create('rate-limit'), redis.key('rate-limit'))
-          : new MemoryRateLimitStore();
-      },
+          : new MemoryRateLimitStore(),
     },
     PublishRateLimitGuard,
   ],

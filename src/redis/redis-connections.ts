@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { AppConfig } from '../config/configuration.js';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
+import { redisConfig } from './redis.config.js';
 
 /** What a connection is for: its name in `CLIENT LIST`, and in the logs. */
 export type RedisRole = 'publisher' | 'subscriber' | 'detector-lease' | 'rate-limit' | 'jobs';
@@ -45,8 +45,7 @@ export class RedisConnections implements OnApplicationShutdown {
   /** For the logs: where Redis is, without credentials. */
   readonly description: string;
 
-  constructor(config: ConfigService<AppConfig, true>) {
-    const redis = config.get('redis', { infer: true });
+  constructor(@InjectConfig(redisConfig) redis: ConfigOf<typeof redisConfig>) {
     this.keyPrefix = redis.keyPrefix;
     if (redis.sentinels) {
       // The base is never connected itself: each role gets its own `duplicate()`.

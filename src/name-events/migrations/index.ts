@@ -3,8 +3,8 @@ import { CreateKnownNames1763800000000 } from './1763800000000-create-known-name
 import { CreateUserOptOuts1767000000000 } from './1767000000000-create-user-opt-outs.js';
 import { IndexNameChangeEventsChangedAt1767000000001 } from './1767000000001-index-name-change-events-changed-at.js';
 
-/** Every migration, oldest first. Listed by hand so the same array serves ts and js builds. */
-export const migrations = [
+/** The name-event domain's migrations (listed by hand: the same array serves the ts and js builds). */
+export const nameEventsMigrations = [
   CreateNameChangeEvents1763700000000,
   CreateKnownNames1763800000000,
   CreateUserOptOuts1767000000000,

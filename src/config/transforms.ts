@@ -1,0 +1,30 @@
+import { Transform } from 'class-transformer';
+
+/**
+ * Only a plain decimal becomes a number: "12abc" or "1e3" stay strings and fail @IsInt, so the
+ * message shows what was given.
+ */
+export const ToInteger = () =>
+  Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value,
+  );
+
+/** "true" and "false" become booleans; anything else stays a string and fails @IsBoolean. */
+export const ToBoolean = () =>
+  Transform(({ value }: { value: unknown }) =>
+    value === 'true' ? true : value === 'false' ? false : value,
+  );
+
+/** `host:port,host:port,…` as a list. */
+export function parseHostPorts(
+  value: string | undefined,
+): { host: string; port: number }[] | undefined {
+  if (value === undefined) return undefined;
+  return value.split(',').map((entry) => {
+    const [host, port] = entry.trim().split(':');
+    return { host, port: Number(port) };
+  });
+}
+
+/** A comma-separated list of `host:port`. */
+export const HOST_PORT_LIST = /^\s*[^\s:,]+:\d{1,5}\s*(,\s*[^\s:,]+:\d{1,5}\s*)*$/;

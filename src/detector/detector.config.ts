@@ -1,0 +1,53 @@
+import { IsInt, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+import { defineConfig, Variable } from '../config/config-section.js';
+import { ToInteger } from '../config/transforms.js';
+
+export class DiscordVariables {
+  @Variable('Discord bot token for the detector', { default: 'unset: detector off', secret: true })
+  @IsOptional()
+  @IsString()
+  @MinLength(20, { message: 'must be a Discord bot token' })
+  DISCORD_TOKEN?: string;
+
+  @Variable("the detector's lease in Redis: how soon another instance takes over")
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(1000)
+  @Max(600_000)
+  DETECTOR_LEASE_MS: number = 30_000;
+
+  @Variable("Discord's REST API base, for a REST proxy", {
+    default: 'unset: `https://discord.com/api`',
+    secret: true,
+  })
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+    message: 'must be an http:// or https:// URL without query or fragment',
+  })
+  DISCORD_API_URL?: string;
+
+  @Variable('the gateway to connect to instead, for a gateway proxy', {
+    default: 'unset: from `GET /gateway/bot`',
+    secret: true,
+  })
+  @IsOptional()
+  @Matches(/^wss?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, {
+    message: 'must be a ws:// or wss:// URL without query or fragment',
+  })
+  DISCORD_GATEWAY_URL?: string;
+}
+
+/** The Discord detector: on when DISCORD_TOKEN is set. */
+export const discordConfig = defineConfig({
+  namespace: 'discord',
+  description: 'The Discord detector: on when DISCORD_TOKEN is set.',
+  variables: DiscordVariables,
+  build: (env) => ({
+    token: env.DISCORD_TOKEN,
+    leaseMs: env.DETECTOR_LEASE_MS,
+    /** Without a trailing slash. */
+    apiUrl: env.DISCORD_API_URL?.replace(/\/+$/, ''),
+    gatewayUrl: env.DISCORD_GATEWAY_URL,
+  }),
+});

@@ -1,0 +1,59 @@
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { defineConfig, Variable } from '../config/config-section.js';
+import { ToInteger } from '../config/transforms.js';
+
+export class SseVariables {
+  @Variable('keep-alive comment interval')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
+  SSE_KEEPALIVE_MS: number = 15_000;
+
+  @Variable('how many of the newest stored events a reconnect can replay')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(0)
+  @Max(1_000_000)
+  SSE_REPLAY_LIMIT: number = 10_000;
+
+  @Variable('the `retry:` reconnect delay suggested to clients')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(0)
+  @Max(3_600_000)
+  SSE_RETRY_MS: number = 3_000;
+
+  @Variable('unsent bytes after which a listener that stopped reading is cut off')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(16 * 1024)
+  @Max(256 * 1024 * 1024)
+  SSE_BUFFER_LIMIT_BYTES: number = 1024 * 1024;
+
+  @Variable('listeners per instance; past it, 503')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  SSE_MAX_LISTENERS: number = 50_000;
+}
+
+/** The stream: keep-alives, replay, the retry hint, the slow-listener bound, the cap. */
+export const sseConfig = defineConfig({
+  namespace: 'sse',
+  description: 'The stream: keep-alives, replay, the retry hint, the slow-listener bound, the cap.',
+  variables: SseVariables,
+  build: (env) => ({
+    keepAliveMs: env.SSE_KEEPALIVE_MS,
+    replayLimit: env.SSE_REPLAY_LIMIT,
+    retryMs: env.SSE_RETRY_MS,
+    bufferLimitBytes: env.SSE_BUFFER_LIMIT_BYTES,
+    maxListeners: env.SSE_MAX_LISTENERS,
+  }),
+});

@@ -1,0 +1,44 @@
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { defineConfig, Variable } from '../config/config-section.js';
+import { ToInteger } from '../config/transforms.js';
+
+export class RetentionVariables {
+  @Variable('history entries whose `changedAt` is older are deleted by a periodic job', {
+    default: '`0` (keep forever)',
+  })
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(0)
+  @Max(36_500)
+  RETENTION_DAYS: number = 0;
+
+  @Variable('how often the retention job runs (and once at start-up)')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(100)
+  @Max(86_400_000)
+  RETENTION_INTERVAL_MS: number = 3_600_000;
+
+  @Variable('entries the retention job deletes per statement')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  RETENTION_BATCH_SIZE: number = 1000;
+}
+
+/** Retention: how long entries are kept, and how the job deletes the older ones. */
+export const retentionConfig = defineConfig({
+  namespace: 'retention',
+  description: 'Retention: how long entries are kept, and how the job deletes the older ones.',
+  variables: RetentionVariables,
+  build: (env) => ({
+    /** 0: keep forever. */
+    days: env.RETENTION_DAYS,
+    intervalMs: env.RETENTION_INTERVAL_MS,
+    batchSize: env.RETENTION_BATCH_SIZE,
+  }),
+});
