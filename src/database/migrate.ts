@@ -1,18 +1,28 @@
-import { DataSource, Migration, MigrationExecutor } from 'typeorm';
+import { Logger } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
+import { DataSource, Migration, MigrationExecutor, type QueryRunner } from 'typeorm';
 
 /** Any fixed number, the same in every instance: "pgmigrat" in ASCII. */
 const MIGRATION_LOCK_KEY = '8101225016484541556';
 
+/** How often an instance that waits for another one's migrations asks again. */
+const LOCK_POLL_MS = 250;
+
 /**
- * Runs pending migrations while holding a Postgres advisory lock, so that instances
- * started at the same time take turns and each migration runs exactly once. The lock
- * and the migrations share one connection, which also suits a pool of one (PGlite).
+ * Runs pending migrations while holding a Postgres advisory lock, so that instances started
+ * at the same time take turns and each migration runs exactly once. The lock and the
+ * migrations share one connection, which also suits a pool of one (PGlite).
+ *
+ * The others wait by trying the lock again and again (`pg_try_advisory_lock`), never in a
+ * blocking `pg_advisory_lock`: a waiting statement holds a snapshot, and a migration that
+ * builds an index CONCURRENTLY waits for every older snapshot to go, so a blocked waiter and
+ * the holder would wait for each other forever.
  */
 export async function runMigrationsUnderLock(dataSource: DataSource): Promise<Migration[]> {
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
-    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await takeMigrationLock(runner);
     try {
       const executor = new MigrationExecutor(dataSource, runner);
       executor.transaction = 'each';
@@ -22,5 +32,18 @@ export async function runMigrationsUnderLock(dataSource: DataSource): Promise<Mi
     }
   } finally {
     await runner.release();
+  }
+}
+
+async function takeMigrationLock(runner: QueryRunner): Promise<void> {
+  let waiting = false;
+  for (;;) {
+    const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [
+      MIGRATION_LOCK_KEY,
+    ])) as { locked: boolean }[];
+    if (locked) return;
+    if (!waiting) new Logger('Database').log('Waiting for another instance to finish migrating');
+    waiting = true;
+    await delay(LOCK_POLL_MS);
   }
 }
