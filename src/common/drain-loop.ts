@@ -1,0 +1,53 @@
+/**
+ * Works through a queue one piece at a time: `kick()` starts a run when none is under way
+ * (and does nothing while one is), the run takes pieces with `take` and hands each to
+ * `process` until `take` finds nothing. `take` is called in the same turn as the run's end,
+ * so a piece queued at any moment is either taken by the run under way or starts a new one.
+ * A `process` that throws ends the run (`onError` hears of it); the next kick starts anew.
+ */
+export class DrainLoop<T> {
+  private run?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    private readonly take: () => T | undefined,
+    private readonly process: (piece: T) => Promise<void>,
+    private readonly onError: (error: unknown) => void = () => undefined,
+  ) {}
+
+  /** Whether a run is under way. */
+  get running(): boolean {
+    return this.run !== undefined;
+  }
+
+  kick(): void {
+    if (!this.run && !this.stopped) this.run = this.drain();
+  }
+
+  /** No run starts from now on; resolves once the run under way (if any) has ended. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.run;
+  }
+
+  /** The run under way, or a resolved promise. */
+  whenIdle(): Promise<void> {
+    return this.run ?? Promise.resolve();
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      for (let piece = this.next(); piece !== undefined; piece = this.next()) {
+        await this.process(piece);
+      }
+    } catch (error) {
+      this.onError(error);
+    } finally {
+      this.run = undefined;
+    }
+  }
+
+  private next(): T | undefined {
+    return this.stopped ? undefined : this.take();
+  }
+}
