@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { PUBLISH_LOCK_KEY } from '../src/name-events/name-change-event.repository.js';
+import { PUBLISH_LOCK_KEY } from '../src/name-events/name-event-locks.js';
 import { uniqueRedisPrefix } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import {

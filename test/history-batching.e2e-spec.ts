@@ -1,4 +1,4 @@
-import { NameChangeEventRepository } from '../src/name-events/name-change-event.repository.js';
+import { NameHistoryRepository } from '../src/name-events/name-history.repository.js';
 import { historyPath, METRICS, NO_LISTENERS, PUBLISH, PUBLISHED } from './support/api.js';
 import { useApp, type Backend, type TestApp } from './support/app.js';
 import { eventsOf, historyEntry, uniqueUserId, type NameEventBody } from './support/events.js';
@@ -47,7 +47,7 @@ describe.each(backends)('history reads sent together on $name', ({ backend }) =>
   it('answers 250 reads asked at once in three statements, each read with its own user', async () => {
     const { users, expected } = await seedUsers();
     const reads = [...users, ...users, ...users.slice(0, 2)]; // 250
-    const repository = fx.app.get(NameChangeEventRepository);
+    const repository = fx.app.get(NameHistoryRepository);
     const before = await statements();
 
     const answers = await Promise.all(reads.map((userId) => repository.findHistory(userId)));

@@ -6,10 +6,13 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import type {
   KnownNameKey,
   KnownNameValue,
-  SqlSession,
+  KnownNamesRepository,
 } from '../name-events/known-names.repository.js';
-import type { PrivacyRepository } from '../name-events/privacy.repository.js';
-import type { NameChange, PublishOutcome, PublishService } from '../publish/publish.service.js';
+import type { NameEventsService } from '../name-events/name-events.service.js';
+import type {
+  NewNameEvent as NameChange,
+  PublishOutcome,
+} from '../name-events/name-event.types.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
 import type { MemberObservation } from './member-observation.js';
@@ -38,12 +41,12 @@ class MemoryKnownNames {
   /** The user ids of each read's username keys: which observations each batch held. */
   readonly reads: string[][] = [];
 
-  findMany(_session: SqlSession, keys: readonly KnownNameKey[]): Promise<KnownNameValue[]> {
+  findMany(keys: readonly KnownNameKey[]): Promise<KnownNameValue[]> {
     this.reads.push(keys.filter((k) => k.field === 'username').map((k) => k.userId));
     return Promise.resolve(keys.flatMap((k) => this.values.get(key(k)) ?? []));
   }
 
-  saveMany(_session: SqlSession, values: readonly KnownNameValue[]): Promise<void> {
+  saveMany(values: readonly KnownNameValue[]): Promise<void> {
     for (const value of values) this.values.set(key(value), value);
     return Promise.resolve();
   }
@@ -56,7 +59,7 @@ class MemoryKnownNames {
 type Script = (attempt: number) => Error | 'bus-down-after-commit' | number;
 
 /**
- * publishDetected as PublishService runs it: `detect` in a transaction (rolled back on a
+ * publishDetected as NameEventsService runs it: `detect` in a transaction (rolled back on a
  * storage failure), the changes stored, then broadcast (`receivers` from the script).
  */
 class ScriptedPublisher {
@@ -70,14 +73,19 @@ class ScriptedPublisher {
     private readonly script: Script = () => 0,
   ) {}
 
-  async publishDetected(
-    detect: (session: SqlSession) => Promise<NameChange[]>,
-  ): Promise<PublishOutcome[]> {
+  /** Users who opted out: refused, as the domain's recording guards refuse them. */
+  optedOut: ReadonlySet<string> = new Set();
+
+  refusedAmong(userIds: readonly string[]): Promise<Set<string>> {
+    return Promise.resolve(new Set(userIds.filter((userId) => this.optedOut.has(userId))));
+  }
+
+  async publishDetected(detect: () => Promise<NameChange[]>): Promise<PublishOutcome[]> {
     this.attempts.push(Date.now());
     await this.gate;
     const outcome = this.script(this.attempts.length);
     const before = new Map(this.known.values);
-    const changes = await detect({} as SqlSession);
+    const changes = await detect();
     if (outcome instanceof Error) {
       this.known.values = before;
       throw outcome;
@@ -126,14 +134,10 @@ describe('DetectorOutbox', () => {
     overrides: Partial<DetectorSettings> = {},
     optedOut: ReadonlySet<string> = new Set(),
   ) {
-    const privacy = {
-      optedOutAmong: (_session: SqlSession, userIds: readonly string[]) =>
-        Promise.resolve(new Set(userIds.filter((userId) => optedOut.has(userId)))),
-    };
+    publisher.optedOut = optedOut;
     const created = new DetectorOutbox(
-      publisher as unknown as PublishService,
-      known,
-      privacy as unknown as PrivacyRepository,
+      publisher as unknown as NameEventsService,
+      known as unknown as KnownNamesRepository,
       { ...settings, ...overrides },
       new MetricsService(),
     );

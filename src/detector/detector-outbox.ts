@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { KnownNamesRepository } from '../name-events/known-names.repository.js';
-import { PrivacyRepository } from '../name-events/privacy.repository.js';
-import { PublishService, type PublishOutcome } from '../publish/publish.service.js';
+import { NameEventsService } from '../name-events/name-events.service.js';
+import type { PublishOutcome } from '../name-events/name-event.types.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { InterruptibleDelay } from './interruptible-delay.js';
 import type { MemberObservation } from './member-observation.js';
@@ -24,7 +24,7 @@ interface Item {
 /**
  * Gateway observations on their way to the known names and the publish path: each batch is
  * compared with the last known names, and the changes found are stored with the names they
- * move forward, then broadcast (PublishService.publishDetected), one batch at a time.
+ * move forward, then broadcast (NameEventsService.publishDetected), one batch at a time.
  *
  * Live updates go first: the members of a full view (thousands at a time) wait in a queue of
  * their own and are compared in batches whenever no live update is waiting, so reconciling a
@@ -56,9 +56,8 @@ export class DetectorOutbox {
   private readonly delay = new InterruptibleDelay();
 
   constructor(
-    private readonly publisher: PublishService,
+    private readonly nameEvents: NameEventsService,
     private readonly knownNames: KnownNamesRepository,
-    private readonly privacy: PrivacyRepository,
     @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
     metrics: MetricsService,
   ) {
@@ -227,20 +226,17 @@ export class DetectorOutbox {
     while (!this.stopped) {
       let comparison: Comparison | undefined;
       try {
-        const outcomes = await this.publisher.publishDetected(async (session) => {
+        const outcomes = await this.nameEvents.publishDetected(async () => {
           // Users who opted out are neither compared nor remembered: checked on every attempt,
           // under the detect lock, which an opt-out takes too.
-          const optedOut = await this.privacy.optedOutAmong(
-            session,
-            observations.map((o) => o.userId),
-          );
+          const optedOut = await this.nameEvents.refusedAmong(observations.map((o) => o.userId));
           if (committed) {
             committed = withoutUsers(committed, optedOut);
             return committed.changes.map(withoutSource);
           }
-          const known = await this.knownNames.findMany(session, knownNameKeys(observations));
+          const known = await this.knownNames.findMany(knownNameKeys(observations));
           comparison = withoutUsers(compareWithKnown(observations, known), optedOut);
-          await this.knownNames.saveMany(session, comparison.updates);
+          await this.knownNames.saveMany(comparison.updates);
           return comparison.changes.map(withoutSource);
         });
         this.report(batch, (committed ?? comparison)!, outcomes);

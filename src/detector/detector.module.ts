@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import type { ConfigOf } from '../config/config-section.js';
 import { Owns } from '../config/owns.decorator.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
-import { PublishModule } from '../publish/publish.module.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { Clock } from './clock.js';
@@ -22,7 +21,7 @@ import { NameChangeDetector } from './name-change-detector.js';
  */
 @Owns({ config: [discordConfig] })
 @Module({
-  imports: [PublishModule, NameEventsModule, RedisModule],
+  imports: [NameEventsModule, RedisModule],
   providers: [
     {
       provide: DETECTOR_SETTINGS,

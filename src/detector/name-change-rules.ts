@@ -1,7 +1,7 @@
 import type { NameType } from '../name-events/name-event.types.js';
 import type { KnownNameField } from '../name-events/known-name.entity.js';
 import type { KnownNameKey, KnownNameValue } from '../name-events/known-names.repository.js';
-import type { NameChange } from '../publish/publish.service.js';
+import type { NewNameEvent as NameChange } from '../name-events/name-event.types.js';
 import type { MemberObservation } from './member-observation.js';
 
 /** What the history can store (the contract's `name`): 1-256 code points, no NUL, well-formed. */

@@ -11,7 +11,7 @@ import { EMPTY, Observable, of } from 'rxjs';
 import { requestIdOf } from '../common/logger.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { NameEventsService, type OpenedStream } from '../name-events/name-events.service.js';
+import { NameEventStreams, type OpenedStream } from '../name-events/name-event-streams.service.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import { sseConfig } from './events.config.js';
 import { SseListener, type CloseReason, type Frame } from './sse-listener.js';
@@ -51,7 +51,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private closing = false;
 
   constructor(
-    private readonly nameEvents: NameEventsService,
+    private readonly nameEvents: NameEventStreams,
     private readonly metrics: MetricsService,
     @InjectConfig(sseConfig) private readonly sse: ConfigOf<typeof sseConfig>,
   ) {

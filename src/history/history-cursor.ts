@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { HistoryPosition } from '../name-events/name-change-event.repository.js';
+import type { HistoryPosition } from '../name-events/name-history.repository.js';
 
 /**
  * Which way a cursor leads: `next` to the entries after its position, `prev` to the entries

@@ -3,9 +3,9 @@ import { parseZonedTimestamp } from '../common/timestamp.js';
 import {
   HISTORY_END,
   HISTORY_START,
-  NameChangeEventRepository,
+  NameHistoryRepository,
   type HistoryPosition,
-} from '../name-events/name-change-event.repository.js';
+} from '../name-events/name-history.repository.js';
 import { decodeCursor, encodeCursor } from './history-cursor.js';
 import { CURSOR_MESSAGE, type HistoryQueryDto, type HistoryResponseDto } from './history.dto.js';
 
@@ -23,7 +23,7 @@ export interface HistoryResult {
 
 @Injectable()
 export class HistoryService {
-  constructor(private readonly events: NameChangeEventRepository) {}
+  constructor(private readonly events: NameHistoryRepository) {}
 
   /**
    * The user's history, or the part of it the query selects: entries strictly after `after`

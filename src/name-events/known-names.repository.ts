@@ -1,8 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { SqlService } from '../database/sql.service.js';
 import type { KnownNameField } from './known-name.entity.js';
-import type { SqlSession } from './name-event.types.js';
-
-export type { SqlSession };
 
 /** Identifies one known name: `guildId` is '' for a user's own names. */
 export interface KnownNameKey {
@@ -16,13 +14,18 @@ export interface KnownNameValue extends KnownNameKey {
   seenAt: Date;
 }
 
-/** Every query on the known_names table. */
+/**
+ * Every query on the known_names table. Statements join the caller's unit of work: the
+ * detector reads and moves the names forward in the transaction that stores the changes.
+ */
 @Injectable()
 export class KnownNamesRepository {
+  constructor(private readonly sql: SqlService) {}
+
   /** The known names among `keys` (absent: never seen). */
-  async findMany(session: SqlSession, keys: readonly KnownNameKey[]): Promise<KnownNameValue[]> {
+  async findMany(keys: readonly KnownNameKey[]): Promise<KnownNameValue[]> {
     if (keys.length === 0) return [];
-    const rows = await session.query<KnownNameValue>(
+    const rows = await this.sql.query<KnownNameValue>(
       `SELECT k.user_id AS "userId", k.field, k.guild_id AS "guildId", k.name, k.seen_at AS "seenAt"
          FROM known_names k
          JOIN unnest($1::text[], $2::text[], $3::text[]) AS wanted(user_id, field, guild_id)
@@ -36,9 +39,9 @@ export class KnownNamesRepository {
    * Stores each value unless a newer one is stored already (an instance that lost the lease
    * may still be writing what it saw before the one that took over).
    */
-  async saveMany(session: SqlSession, values: readonly KnownNameValue[]): Promise<void> {
+  async saveMany(values: readonly KnownNameValue[]): Promise<void> {
     if (values.length === 0) return;
-    await session.query(
+    await this.sql.query(
       `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
        ON CONFLICT (user_id, field, guild_id) DO UPDATE
@@ -46,6 +49,11 @@ export class KnownNamesRepository {
         WHERE known_names.seen_at <= EXCLUDED.seen_at`,
       [...columnsOf(values), values.map((v) => v.name), values.map((v) => v.seenAt.toISOString())],
     );
+  }
+
+  /** Deletes every known name of the user. */
+  async deleteOfUser(userId: string): Promise<void> {
+    await this.sql.query('DELETE FROM known_names WHERE user_id = $1', [userId]);
   }
 }
 

@@ -32,24 +32,13 @@ export interface PublishOutcome {
   receivers: number;
 }
 
-/**
- * A database session, for statements that must run in the caller's transaction (the
- * detector's known names, written with the events they produce).
- */
-export interface SqlSession {
-  query<T>(sql: string, parameters: unknown[]): Promise<T[]>;
-}
+export { StorageUnavailableError } from '../database/sql.service.js';
 
-/** The database could not be reached, or failed a statement it should not have. */
-export class StorageUnavailableError extends Error {
-  override readonly name = 'StorageUnavailableError';
-}
-
-/** A publish for a user who has opted out: nothing was stored or broadcast. */
-export class UserOptedOutError extends Error {
-  override readonly name = 'UserOptedOutError';
+/** A publish for a user a RecordingGuard refuses (who opted out): nothing was stored or broadcast. */
+export class RecordingRefusedError extends Error {
+  override readonly name = 'RecordingRefusedError';
 
   constructor(readonly userId: string) {
-    super('The user has opted out of name recording');
+    super(`Names of user ${userId} are not recorded`);
   }
 }

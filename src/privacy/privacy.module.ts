@@ -2,22 +2,28 @@ import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common
 import { AdminModule } from '../admin/admin.module.js';
 import { AdminTokenGuard } from '../admin/admin-token.guard.js';
 import { Owns } from '../config/owns.decorator.js';
+import { DatabaseModule } from '../database/database.module.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
+import { privacyMigrations } from './migrations/index.js';
+import { OptOutRecordingGuard } from './opt-out.guard.js';
+import { OptOutsRepository } from './opt-outs.repository.js';
 import { retentionConfig } from './privacy.config.js';
 import { PrivacyController } from './privacy.controller.js';
 import { PrivacyService } from './privacy.service.js';
 import { LocalRetentionLease, RedisRetentionLease, RetentionLease } from './retention-lease.js';
 import { RetentionJob } from './retention.job.js';
+import { UserOptOut } from './user-opt-out.entity.js';
 
 /** A run renews its lease after every batch; an instance that died frees it within this. */
 const RETENTION_LEASE_MS = 60_000;
 
 /**
  * The privacy administration (erasure, opt-out; off unless ADMIN_TOKEN is set) and the
- * retention job (off unless RETENTION_DAYS is set). Offers nothing to other modules: the
- * opt-out is enforced by the name-event domain itself.
+ * retention job (off unless RETENTION_DAYS is set). Offers nothing to other modules: its
+ * opt-outs reach the name-event domain as a RecordingGuard, which every publish and every
+ * comparison of the detector consults.
  */
 @Owns({
   apiTags: [
@@ -27,12 +33,16 @@ const RETENTION_LEASE_MS = 60_000;
     },
   ],
   config: [retentionConfig],
+  migrations: privacyMigrations,
+  entities: [UserOptOut],
 })
 @Module({
-  imports: [AdminModule, NameEventsModule, RedisModule],
+  imports: [AdminModule, DatabaseModule, NameEventsModule, RedisModule],
   controllers: [PrivacyController],
   providers: [
     PrivacyService,
+    OptOutsRepository,
+    OptOutRecordingGuard,
     {
       provide: RetentionLease,
       inject: [RedisConnections],

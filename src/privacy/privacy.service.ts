@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { PrivacyRepository } from '../name-events/privacy.repository.js';
+import { NameEventsService } from '../name-events/name-events.service.js';
+import { OptOutsRepository } from './opt-outs.repository.js';
 import type { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
 
 /**
@@ -12,19 +13,22 @@ export class PrivacyService {
   private readonly logger = new Logger('Privacy');
 
   constructor(
-    private readonly privacy: PrivacyRepository,
+    private readonly nameEvents: NameEventsService,
+    private readonly optOuts: OptOutsRepository,
     private readonly metrics: MetricsService,
   ) {}
 
   async eraseNameHistory(userId: string): Promise<ErasureResponseDto> {
-    const deleted = await this.privacy.eraseUser(userId);
+    const deleted = await this.nameEvents.eraseUser(userId);
     this.metrics.eventsErased.inc({ reason: 'erasure' }, deleted);
     this.logger.log(`Erased the name history of user ${userId}: ${deleted} entries deleted`);
     return { userId, deleted, code: 200 };
   }
 
   async optOut(userId: string): Promise<OptOutResponseDto> {
-    const deleted = await this.privacy.optOut(userId);
+    // Recorded with the erasure, under the same locks: no event of the user is stored after
+    // this answers, and none before it is left.
+    const deleted = await this.nameEvents.eraseUser(userId, () => this.optOuts.add(userId));
     this.metrics.eventsErased.inc({ reason: 'opt_out' }, deleted);
     this.logger.log(
       `Opted out user ${userId}: ${deleted} entries deleted; nothing is recorded for them from now on`,
@@ -33,7 +37,9 @@ export class PrivacyService {
   }
 
   async optIn(userId: string): Promise<OptOutResponseDto> {
-    const wasOptedOut = await this.privacy.optIn(userId);
+    // No lock: a publish that still saw the opt-out refused the user, one that no longer sees
+    // it records them, and either is a correct order.
+    const wasOptedOut = await this.optOuts.remove(userId);
     this.logger.log(
       wasOptedOut
         ? `Opted user ${userId} back in: recording resumes`
@@ -43,6 +49,6 @@ export class PrivacyService {
   }
 
   async getOptOut(userId: string): Promise<OptOutResponseDto> {
-    return { userId, optedOut: await this.privacy.isOptedOut(userId), code: 200 };
+    return { userId, optedOut: await this.optOuts.has(userId), code: 200 };
   }
 }

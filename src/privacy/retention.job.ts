@@ -6,7 +6,7 @@ import {
 } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { PrivacyRepository } from '../name-events/privacy.repository.js';
+import { NameEventsService } from '../name-events/name-events.service.js';
 import { retentionConfig } from './privacy.config.js';
 import { RetentionLease } from './retention-lease.js';
 
@@ -30,7 +30,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
 
   constructor(
     @InjectConfig(retentionConfig) settings: ConfigOf<typeof retentionConfig>,
-    private readonly privacy: PrivacyRepository,
+    private readonly nameEvents: NameEventsService,
     private readonly lease: RetentionLease,
     private readonly metrics: MetricsService,
   ) {
@@ -82,7 +82,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
     let batches = 0;
     try {
       for (;;) {
-        const count = await this.privacy.deleteChangedBefore(cutoff, this.batchSize);
+        const count = await this.nameEvents.eraseChangedBefore(cutoff, this.batchSize);
         deleted += count;
         batches += 1;
         this.metrics.retentionDeleted.inc(count);

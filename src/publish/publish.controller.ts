@@ -1,17 +1,8 @@
 import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
-import { parseZonedTimestamp } from '../common/timestamp.js';
-import { BusUnavailableError } from '../bus/name-event-bus.js';
-import { StorageUnavailableError } from '../name-events/name-event.types.js';
-import { UserOptedOutError } from '../name-events/name-event.types.js';
 import { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
-import {
-  DeliveryFailedException,
-  NO_LISTENERS_MESSAGE,
-  NoListenersException,
-  UserOptedOutException,
-} from './publish.errors.js';
+import { NO_LISTENERS_MESSAGE } from './publish.errors.js';
 import {
   PublishRateLimitGuard,
   RATE_LIMITED_MESSAGE,
@@ -47,24 +38,7 @@ export class PublishController {
     [429, RATE_LIMITED_MESSAGE],
     [500, NO_LISTENERS_MESSAGE],
   )
-  async publishNameChange(@Body() body: NameChangeEventDto): Promise<PublishResponseDto> {
-    let receivers: number;
-    try {
-      ({ receivers } = await this.publisher.publish({
-        userId: body.userId,
-        type: body.type,
-        name: body.name,
-        changedAt: parseZonedTimestamp(body.changedAt)!,
-      }));
-    } catch (error) {
-      if (error instanceof BusUnavailableError)
-        throw new DeliveryFailedException('event bus unavailable', error);
-      if (error instanceof StorageUnavailableError)
-        throw new DeliveryFailedException('storage unavailable', error);
-      if (error instanceof UserOptedOutError) throw new UserOptedOutException(error);
-      throw error;
-    }
-    if (receivers === 0) throw new NoListenersException();
-    return { success: true };
+  publishNameChange(@Body() body: NameChangeEventDto): Promise<PublishResponseDto> {
+    return this.publisher.publishNameChange(body);
   }
 }

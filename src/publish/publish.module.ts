@@ -6,12 +6,11 @@ import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { PublishController } from './publish.controller.js';
 import { PublishService } from './publish.service.js';
 
-/** POST /webhooks/prevnames, and the publish path the detector shares (PublishService). */
+/** POST /webhooks/prevnames: the route, its token and rate limit, and its use case. */
 @Owns({ config: [publishConfig] })
 @Module({
   imports: [NameEventsModule, RateLimitModule],
   controllers: [PublishController],
   providers: [PublishService],
-  exports: [PublishService],
 })
 export class PublishModule {}

@@ -1,33 +1,43 @@
 import { Injectable } from '@nestjs/common';
+import { BusUnavailableError } from '../bus/name-event-bus.js';
+import { parseZonedTimestamp } from '../common/timestamp.js';
 import { NameEventsService } from '../name-events/name-events.service.js';
-import type { NewNameEvent, PublishOutcome, SqlSession } from '../name-events/name-event.types.js';
-
-export type NameChange = NewNameEvent;
-export type { PublishOutcome };
+import { RecordingRefusedError, StorageUnavailableError } from '../name-events/name-event.types.js';
+import type { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
+import {
+  DeliveryFailedException,
+  NoListenersException,
+  UserOptedOutException,
+} from './publish.errors.js';
 
 /**
- * The one way in for a name change, from POST and from the detector alike: it goes through
- * the name-event domain's ordering protocol (stored, then broadcast).
+ * POST's use case: a validated body becomes a name change, published through the domain
+ * (stored, then broadcast), and the outcome becomes the contract's answer: 200 once it reached
+ * every instance with listeners, the no-listener 500 (stored all the same), the 500s of a
+ * failed store or broadcast, the 403 of a user who opted out.
  */
 @Injectable()
 export class PublishService {
   constructor(private readonly nameEvents: NameEventsService) {}
 
-  /**
-   * Rejects with StorageUnavailableError (nothing stored, nothing sent) or
-   * BusUnavailableError (stored, not sent: a retry sends it with the same id).
-   */
-  publish(change: NameChange): Promise<PublishOutcome> {
-    return this.nameEvents.publish(change);
-  }
-
-  /**
-   * The detector's way in: publishes what `detect` finds, together with what it writes on the
-   * session (its known names), atomically. See NameEventsService.publishDetected.
-   */
-  publishDetected(
-    detect: (session: SqlSession) => Promise<NameChange[]>,
-  ): Promise<PublishOutcome[]> {
-    return this.nameEvents.publishDetected(detect);
+  async publishNameChange(body: NameChangeEventDto): Promise<PublishResponseDto> {
+    let receivers: number;
+    try {
+      ({ receivers } = await this.nameEvents.publish({
+        userId: body.userId,
+        type: body.type,
+        name: body.name,
+        changedAt: parseZonedTimestamp(body.changedAt)!,
+      }));
+    } catch (error) {
+      if (error instanceof BusUnavailableError)
+        throw new DeliveryFailedException('event bus unavailable', error);
+      if (error instanceof StorageUnavailableError)
+        throw new DeliveryFailedException('storage unavailable', error);
+      if (error instanceof RecordingRefusedError) throw new UserOptedOutException(error);
+      throw error;
+    }
+    if (receivers === 0) throw new NoListenersException();
+    return { success: true };
   }
 }

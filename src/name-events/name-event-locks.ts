@@ -1,0 +1,102 @@
+import { Injectable } from '@nestjs/common';
+import { SqlService } from '../database/sql.service.js';
+
+/**
+ * The key of the Postgres advisory lock every publish holds from its insert until the broker
+ * has acknowledged it: any fixed number, the same in every instance ("pgpublsh" in ASCII).
+ */
+export const PUBLISH_LOCK_KEY = '8099296189474205800';
+
+/**
+ * The advisory lock under which the detector compares with its known names ("pgdetect" in
+ * ASCII): one comparison at a time, on every instance. Always taken before the publish lock.
+ */
+const DETECT_LOCK_KEY = '8099552841756402548';
+
+/**
+ * The name-event domain's ordering protocol, as locks: what runs under them runs on one
+ * session (SqlService), and every repository's statement inside joins it. Events are stored
+ * and broadcast under the publish lock, one batch at a time across all instances, so that
+ * ids reach the broker, and every consumer of the table, in increasing order.
+ */
+@Injectable()
+export class NameEventLocks {
+  constructor(private readonly sql: SqlService) {}
+
+  /**
+   * Runs `work` on one session while it holds the publish lock (a session lock: it outlives
+   * the commits inside). A session whose unlock failed is closed rather than pooled again.
+   */
+  underPublishLock<T>(work: () => Promise<T>): Promise<T> {
+    return this.sql.session(async () => {
+      await this.lockPublish();
+      try {
+        return await work();
+      } finally {
+        await this.unlockPublish();
+      }
+    });
+  }
+
+  /**
+   * Runs `work` in one transaction that holds both locks, the detect lock first (the order the
+   * detector takes them in): for what removes a user's data, so that no publish and no
+   * comparison of the detector is under way meanwhile, and each is wholly before or after it.
+   */
+  underAllLocks<T>(work: () => Promise<T>): Promise<T> {
+    return this.sql.session(async () => {
+      let locked = false;
+      try {
+        return await this.sql.transaction(async () => {
+          await this.sql.query('SELECT pg_advisory_xact_lock($1)', [DETECT_LOCK_KEY]);
+          await this.lockPublish();
+          locked = true;
+          return work();
+        });
+      } finally {
+        if (locked) await this.unlockPublish();
+      }
+    });
+  }
+
+  /**
+   * The detector's way: `detect` runs in one transaction under the detect lock and returns
+   * what to store; only when there is something is the publish lock taken (after the detect
+   * lock, never before: a POST holds only the publish lock) and `store` called, in the same
+   * transaction. After the commit, `broadcast` runs on what was stored, the publish lock still
+   * held, so it goes out in id order like any publish. Resolves with `broadcast`'s result, or
+   * undefined when nothing was found; a failure before the commit rolls everything back.
+   */
+  detectThenPublish<C, S, R>(
+    detect: () => Promise<C[]>,
+    store: (changes: C[]) => Promise<S[]>,
+    broadcast: (stored: S[]) => Promise<R>,
+  ): Promise<R | undefined> {
+    return this.sql.session(async () => {
+      let locked = false;
+      try {
+        const stored = await this.sql.transaction(async () => {
+          await this.sql.query('SELECT pg_advisory_xact_lock($1)', [DETECT_LOCK_KEY]);
+          const changes = await detect();
+          if (changes.length === 0) return [];
+          await this.lockPublish();
+          locked = true;
+          return store(changes);
+        });
+        return stored.length === 0 ? undefined : await broadcast(stored);
+      } finally {
+        if (locked) await this.unlockPublish();
+      }
+    });
+  }
+
+  private async lockPublish(): Promise<void> {
+    await this.sql.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]);
+  }
+
+  private async unlockPublish(): Promise<void> {
+    await this.sql
+      .query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY])
+      .catch(() => this.sql.discardSession());
+  }
+}

@@ -1,0 +1,146 @@
+import { Injectable } from '@nestjs/common';
+import DataLoader from 'dataloader';
+import { SqlService } from '../database/sql.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { NameEntry } from './name-event.types.js';
+import { UTC_ISO } from './name-change-event.repository.js';
+
+// A stored time exactly, to the microsecond Postgres keeps: where a page of history ends.
+const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** The most users one batched history statement asks for. */
+const HISTORY_BATCH_MAX_USERS = 100;
+
+/**
+ * A place in a user's history, whose order is (changedAt, id): the stored time to the
+ * microsecond (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, or `-infinity` / `infinity`) and the id.
+ */
+export interface HistoryPosition {
+  at: string;
+  id: string;
+}
+
+/** Before every entry, and after every entry. */
+export const HISTORY_START: HistoryPosition = { at: '-infinity', id: '0' };
+export const HISTORY_END: HistoryPosition = { at: 'infinity', id: '0' };
+
+/** The entries strictly between two positions, at most `limit` of them. */
+export interface HistoryRange {
+  after: HistoryPosition;
+  before: HistoryPosition;
+  /** Default: all of them. */
+  limit?: number;
+  /** Take the `limit` entries closest to `before` rather than to `after`. */
+  fromEnd: boolean;
+}
+
+export interface HistoryPage {
+  /** Oldest first, whichever end the page was taken from. */
+  entries: NameEntry[];
+  /** Where the first and the last entry are (undefined when there are none). */
+  first?: HistoryPosition;
+  last?: HistoryPosition;
+  /** Whether the range holds entries beyond the page, on the side away from its end. */
+  more: boolean;
+}
+
+type HistoryRow = NameEntry & HistoryPosition;
+
+/** Users' histories: the reads of name_change_events by user, in (changedAt, id) order. */
+@Injectable()
+export class NameHistoryRepository {
+  /**
+   * Whole-history reads, batched: every read asked while the event loop polls one round of
+   * sockets goes out as one statement (dispatched with setImmediate, after the requests that
+   * round brought in have reached here). Nothing is cached (`cache: false`): a read is never
+   * answered from a statement sent before it was asked.
+   */
+  private readonly historyReads = new DataLoader<string, NameEntry[]>(
+    (userIds) => this.findHistories(userIds),
+    {
+      cache: false,
+      maxBatchSize: HISTORY_BATCH_MAX_USERS,
+      batchScheduleFn: (dispatch) => setImmediate(dispatch),
+    },
+  );
+
+  constructor(
+    private readonly sql: SqlService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /**
+   * The user's whole history, oldest first (ties in storage order). Reads that arrive
+   * together share one statement (see `historyReads`): each is answered from a query sent
+   * after it was asked, so it sees every write committed before it.
+   */
+  findHistory(userId: string): Promise<NameEntry[]> {
+    return this.historyReads.load(userId);
+  }
+
+  /**
+   * One page of the user's history: the entries strictly between two positions in
+   * (changedAt, id) order, from either end. A row comparison on the index's own columns, so
+   * the index is entered right at the page, however deep; one row past the limit tells
+   * whether more remain.
+   */
+  async findHistoryPage(userId: string, range: HistoryRange): Promise<HistoryPage> {
+    // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
+    const order = range.fromEnd
+      ? 'changed_at DESC, name_change_events.id DESC'
+      : 'changed_at, name_change_events.id';
+    const rows = await this.sql.query<HistoryRow>({
+      name: range.fromEnd ? 'history-page-from-end' : 'history-page',
+      text: `SELECT type, name, ${UTC_ISO} AS "changedAt", ${UTC_ISO_MICROS} AS at, id::text AS id
+               FROM name_change_events
+              WHERE user_id = $1
+                AND (changed_at, id) > ($2::timestamptz, $3::bigint)
+                AND (changed_at, id) < ($4::timestamptz, $5::bigint)
+              ORDER BY ${order}
+              LIMIT $6`,
+      values: [
+        userId,
+        range.after.at,
+        range.after.id,
+        range.before.at,
+        range.before.id,
+        range.limit === undefined ? null : range.limit + 1,
+      ],
+    });
+    const more = range.limit !== undefined && rows.length > range.limit;
+    if (more) rows.pop();
+    if (range.fromEnd) rows.reverse();
+    const first = rows[0];
+    const last = rows[rows.length - 1];
+    return {
+      entries: rows.map(({ type, name, changedAt }) => ({ type, name, changedAt })),
+      first: first && { at: first.at, id: first.id },
+      last: last && { at: last.at, id: last.id },
+      more,
+    };
+  }
+
+  /**
+   * The whole histories of several users in one statement, in the order of `userIds`. The
+   * hot read: a named statement, parsed and planned once per connection; one round trip to
+   * Postgres for a batch instead of one per request is most of what a history read costs
+   * (BENCHMARKS.md).
+   */
+  private async findHistories(userIds: readonly string[]): Promise<NameEntry[][]> {
+    this.metrics.historyReadsPerStatement.observe(userIds.length);
+    const distinct = [...new Set(userIds)];
+    const rows = await this.sql.query<NameEntry & { userId: string }>({
+      name: 'histories',
+      text: `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt"
+               FROM name_change_events
+              WHERE user_id = ANY($1::text[])
+              ORDER BY user_id, changed_at, id`,
+      values: [distinct],
+    });
+    const byUser = new Map<string, NameEntry[]>(distinct.map((id) => [id, []]));
+    for (const { userId, type, name, changedAt } of rows) {
+      byUser.get(userId)!.push({ type, name, changedAt });
+    }
+    return userIds.map((id) => byUser.get(id)!);
+  }
+}

@@ -1,0 +1,24 @@
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { RecordingGuards, type RecordingGuard } from '../name-events/recording-guards.service.js';
+import { OptOutsRepository } from './opt-outs.repository.js';
+
+/**
+ * Users who opted out are not recorded: registered with the name-event domain, which asks
+ * under the publish lock (a POST) or the detect lock (the detector). An opt-out is recorded
+ * under both locks (PrivacyService), so the answer holds until the asker lets go of its lock.
+ */
+@Injectable()
+export class OptOutRecordingGuard implements RecordingGuard, OnModuleInit {
+  constructor(
+    private readonly optOuts: OptOutsRepository,
+    private readonly guards: RecordingGuards,
+  ) {}
+
+  onModuleInit(): void {
+    this.guards.register(this);
+  }
+
+  refusedAmong(userIds: readonly string[]): Promise<Set<string>> {
+    return this.optOuts.findAmong(userIds);
+  }
+}
