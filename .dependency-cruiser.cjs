@@ -10,6 +10,7 @@ const PUBLIC_FILE = [
   '[.](module|service|types|guard|health|entity|repository)[.]ts$',
   '/name-event-bus[.]ts$',
   '/redis-connections[.]ts$',
+  '/(leases|lease-competition)[.]ts$',
 ].join('|');
 
 /** @type {import('dependency-cruiser').IConfiguration} */

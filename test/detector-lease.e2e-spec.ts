@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { DetectorLease, RedisDetectorLease } from '../src/detector/detector-lease.js';
+import { Leases } from '../src/redis/leases.js';
+import type { RedisLeases } from '../src/redis/redis-leases.js';
 import { redisEnv, startApp, uniqueRedisPrefix, useApp, type TestApp } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import { LogCapture, reconciliations, recordedChanges } from './support/detector.js';
@@ -20,8 +21,7 @@ const LEASE_MS = 1_500;
 /** Longer than any test: a lease set by the test ends when the test ends it. */
 const HELD_BY_THE_TEST_MS = 60_000;
 
-const tokenOf = (app: TestApp) =>
-  app.app.get<DetectorLease, RedisDetectorLease>(DetectorLease).token;
+const tokenOf = (app: TestApp) => app.app.get<Leases, RedisLeases>(Leases).token;
 
 /**
  * The lease on a Redis of the file's own, watched with MONITOR: every command on the lease
@@ -63,9 +63,12 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
       () => discord.identifies[index]?.session && discord.identifies[index],
       { timeoutMs, intervalMs: 10 },
     );
-  /** `SET key token … NX` sent by the instance of `token` from command `from` on. */
+  /** Tries (the `SET key token NX` script) sent by the instance of `token` from command `from` on. */
   const attempts = (token: string, from = 0) =>
-    commands.slice(from).filter(([name, , value]) => name === 'set' && value === token).length;
+    commands
+      .slice(from)
+      .filter(([name, , , , value]) => name === 'eval' && value === token)
+      .filter(([, script]) => script.includes("'NX'")).length;
   /** Renewals (the compare-and-expire script) sent by the instance of `token`. */
   const renewals = (token: string, from = 0) =>
     commands
@@ -114,7 +117,7 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
 
   beforeEach(async () => {
     prefix = uniqueRedisPrefix();
-    key = `${prefix}:detector:lease`;
+    key = `{${prefix}:lease}:detector`;
     commands = [];
     discord = await FakeDiscord.start({
       guilds: [{ id: GUILD, members: [apiMember(ALICE, { nick: 'Ali' })] }],
@@ -263,6 +266,6 @@ describe('the detector without a token', () => {
     expect(names).toEqual(['publisher', 'subscriber']);
     expect(discord.rest).toEqual([]);
     expect(discord.connections).toEqual([]);
-    expect(await server.command('EXISTS', `${prefix}:detector:lease`)).toBe(':0');
+    expect(await server.command('EXISTS', `{${prefix}:lease}:detector`)).toBe(':0');
   });
 });

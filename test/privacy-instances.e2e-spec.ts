@@ -104,7 +104,7 @@ describe('privacy across two instances (one Postgres, one Redis)', () => {
 describe('retention on two instances: one runs it at a time', () => {
   let redis: Redis;
   const prefix = uniqueRedisPrefix();
-  const leaseKey = `${prefix}:retention:lease`;
+  const leaseKey = `{${prefix}:lease}:retention`;
   const SKIPPED = 'name_history_retention_runs_total{outcome="skipped"}';
   const DELETED = 'name_history_retention_deleted_total';
 

@@ -149,10 +149,12 @@ describe('DetectorOutbox', () => {
 
   beforeEach(() => {
     settings = {
-      ...detectorSettings(
-        { token: 'x', leaseMs: 30_000, apiUrl: undefined, gatewayUrl: undefined },
-        { keyPrefix: 'test' },
-      ),
+      ...detectorSettings({
+        token: 'x',
+        leaseMs: 30_000,
+        apiUrl: undefined,
+        gatewayUrl: undefined,
+      }),
       publishRetryMs: 40,
       publishRetryMaxMs: 100,
     };

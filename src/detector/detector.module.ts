@@ -2,11 +2,9 @@ import { Module } from '@nestjs/common';
 import type { ConfigOf } from '../config/config-section.js';
 import { Owns } from '../config/owns.decorator.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
-import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { Clock } from './clock.js';
 import { discordConfig } from './detector.config.js';
-import { DetectorLease, LocalDetectorLease, RedisDetectorLease } from './detector-lease.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './detector.settings.js';
 import { DiscordClientFactory } from './discord-client.factory.js';
@@ -25,22 +23,9 @@ import { NameChangeDetector } from './name-change-detector.js';
   providers: [
     {
       provide: DETECTOR_SETTINGS,
-      inject: [discordConfig.KEY, RedisConnections],
-      useFactory: (
-        discord: ConfigOf<typeof discordConfig>,
-        redis: RedisConnections,
-      ): DetectorSettings => detectorSettings(discord, redis),
-    },
-    {
-      provide: DetectorLease,
-      inject: [DETECTOR_SETTINGS, RedisConnections],
-      useFactory: (
-        { leaseKey, leaseMs }: DetectorSettings,
-        redis: RedisConnections,
-      ): DetectorLease =>
-        redis.enabled
-          ? new RedisDetectorLease(() => redis.create('detector-lease'), leaseKey, leaseMs)
-          : new LocalDetectorLease(),
+      inject: [discordConfig.KEY],
+      useFactory: (discord: ConfigOf<typeof discordConfig>): DetectorSettings =>
+        detectorSettings(discord),
     },
     Clock,
     DiscordClientFactory,

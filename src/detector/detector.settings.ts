@@ -11,7 +11,6 @@ export interface DetectorSettings {
   apiUrl: string | undefined;
   /** The gateway to connect to instead of the one GET /gateway/bot names (DISCORD_GATEWAY_URL). */
   gatewayUrl: string | undefined;
-  leaseKey: string;
   leaseMs: number;
   /** First delay after a failed login or a lost connection; doubles up to `loginRetryMaxMs`. */
   loginRetryMs: number;
@@ -35,15 +34,11 @@ export interface DetectorSettings {
   memberFetchAttempts: number;
 }
 
-export function detectorSettings(
-  discord: ConfigOf<typeof discordConfig>,
-  redis: { keyPrefix: string },
-): DetectorSettings {
+export function detectorSettings(discord: ConfigOf<typeof discordConfig>): DetectorSettings {
   return {
     token: discord.token,
     apiUrl: discord.apiUrl,
     gatewayUrl: discord.gatewayUrl,
-    leaseKey: `${redis.keyPrefix}:detector:lease`,
     leaseMs: discord.leaseMs,
     loginRetryMs: 5_000,
     loginRetryMaxMs: 300_000,

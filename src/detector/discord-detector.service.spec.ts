@@ -9,7 +9,7 @@ import {
   type FakeDiscordOptions,
 } from '../../test/support/fake-discord.js';
 import { Clock } from './clock.js';
-import { LocalDetectorLease } from './detector-lease.js';
+import { LocalLeases } from '../redis/local-leases.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
 import { DiscordClientFactory } from './discord-client.factory.js';
@@ -70,22 +70,19 @@ describe('DiscordDetectorService', () => {
     discord = await FakeDiscord.start(world);
     prepare(discord);
     const settings: DetectorSettings = {
-      ...detectorSettings(
-        {
-          token: TEST_DISCORD_TOKEN,
-          leaseMs: 30_000,
-          apiUrl: discord.apiUrl,
-          gatewayUrl: undefined,
-        },
-        { keyPrefix: 'test' },
-      ),
+      ...detectorSettings({
+        token: TEST_DISCORD_TOKEN,
+        leaseMs: 30_000,
+        apiUrl: discord.apiUrl,
+        gatewayUrl: undefined,
+      }),
       ...overrides,
     };
     outbox = new RecordingOutbox();
     const asOutbox = outbox as unknown as DetectorOutbox;
     service = new DiscordDetectorService(
       settings,
-      new LocalDetectorLease(),
+      new LocalLeases(),
       new DiscordClientFactory(settings),
       new NameChangeDetector(new Clock(), asOutbox),
       new MemberListRequester(settings, asOutbox),
@@ -129,12 +126,13 @@ describe('DiscordDetectorService', () => {
 
   it('logs in, says as which bot, detects, and closes the connection on shutdown', async () => {
     await start({ guilds: [{ id: GUILD, members: [apiMember(ALICE, { nick: 'Ali' })] }] });
-    await until(() => logs.length === 4);
-    expect(logs.slice(0, 2)).toEqual([
-      'Discord detector: on (single instance, no lease)',
+    await until(() => logs.length === 5);
+    expect(logs.slice(0, 3)).toEqual([
+      'Discord detector: on (single instance, leases in memory)',
+      'Holding the gateway lease (detector, 30000 ms)',
       'Discord detector: logging in to the gateway',
     ]);
-    expect(logs.slice(2).sort()).toEqual([
+    expect(logs.slice(3).sort()).toEqual([
       'Discord detector: on as prevnames-bot (900000000000000001), watching 1 server(s)',
       expect.stringMatching(
         new RegExp(

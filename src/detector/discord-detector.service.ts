@@ -6,7 +6,8 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { Events, GatewayCloseCodes, type Client, type CloseEvent } from 'discord.js';
-import { DetectorLease } from './detector-lease.js';
+import { LeaseCompetition } from '../redis/lease-competition.js';
+import { Leases } from '../redis/leases.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { DiscordClientFactory } from './discord-client.factory.js';
@@ -39,15 +40,25 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
   private unwatch: (() => void)[] = [];
   private failures = 0;
   private stopping = false;
+  /** Who runs the gateway client: exactly one instance at a time (always this one without Redis). */
+  private readonly lease: LeaseCompetition;
 
   constructor(
     @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
-    private readonly lease: DetectorLease,
+    private readonly leases: Leases,
     private readonly clients: DiscordClientFactory,
     private readonly detector: NameChangeDetector,
     private readonly requester: MemberListRequester,
     private readonly outbox: DetectorOutbox,
-  ) {}
+  ) {
+    this.lease = new LeaseCompetition(leases, 'detector', settings.leaseMs, {
+      acquired: (lease) => {
+        this.logger.log(`Holding the gateway lease (${lease.name}, ${settings.leaseMs} ms)`);
+        lease.signal.addEventListener('abort', () => void this.stopClient(), { once: true });
+        void this.startClient();
+      },
+    });
+  }
 
   /** The gateway client this instance runs now, if any. */
   get activeClient(): Client | undefined {
@@ -59,11 +70,8 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
       this.logger.log('Discord detector: off (DISCORD_TOKEN is not set)');
       return;
     }
-    this.logger.log(`Discord detector: on (${this.lease.description})`);
-    this.lease.start({
-      acquired: () => void this.startClient(),
-      lost: () => void this.stopClient(),
-    });
+    this.logger.log(`Discord detector: on (${this.leases.description})`);
+    this.lease.start();
   }
 
   /** Runs before the database and Redis connections close: stop detecting, then let go. */

@@ -61,10 +61,12 @@ describe('MemberListRequester on a real discord.js client, over the gateway prot
       logs.push(String(message));
     });
     discord = await FakeDiscord.start(world);
-    const settings = detectorSettings(
-      { token: TEST_DISCORD_TOKEN, leaseMs: 30_000, apiUrl: discord.apiUrl, gatewayUrl: undefined },
-      { keyPrefix: 'test' },
-    );
+    const settings = detectorSettings({
+      token: TEST_DISCORD_TOKEN,
+      leaseMs: 30_000,
+      apiUrl: discord.apiUrl,
+      gatewayUrl: undefined,
+    });
     client = new DiscordClientFactory(settings).create();
     room = new RoomGate();
     beforeLogin?.();

@@ -77,15 +77,12 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
       ],
     });
     client = new DiscordClientFactory({
-      ...detectorSettings(
-        {
-          token: TEST_DISCORD_TOKEN,
-          leaseMs: 30_000,
-          apiUrl: discord.apiUrl,
-          gatewayUrl: undefined,
-        },
-        { keyPrefix: 'test' },
-      ),
+      ...detectorSettings({
+        token: TEST_DISCORD_TOKEN,
+        leaseMs: 30_000,
+        apiUrl: discord.apiUrl,
+        gatewayUrl: undefined,
+      }),
     }).create();
     outbox = new RecordingOutbox();
     stop = new NameChangeDetector(fixedClock, outbox as unknown as DetectorOutbox).watch(client);

@@ -4,7 +4,6 @@ import { AdminTokenGuard } from '../admin/admin-token.guard.js';
 import { Owns } from '../config/owns.decorator.js';
 import { DatabaseModule } from '../database/database.module.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
-import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { privacyMigrations } from './migrations/index.js';
 import { OptOutRecordingGuard } from './opt-out.guard.js';
@@ -12,12 +11,8 @@ import { OptOutsRepository } from './opt-outs.repository.js';
 import { retentionConfig } from './privacy.config.js';
 import { PrivacyController } from './privacy.controller.js';
 import { PrivacyService } from './privacy.service.js';
-import { LocalRetentionLease, RedisRetentionLease, RetentionLease } from './retention-lease.js';
 import { RetentionJob } from './retention.job.js';
 import { UserOptOut } from './user-opt-out.entity.js';
-
-/** A run renews its lease after every batch; an instance that died frees it within this. */
-const RETENTION_LEASE_MS = 60_000;
 
 /**
  * The privacy administration (erasure, opt-out; off unless ADMIN_TOKEN is set) and the
@@ -39,24 +34,7 @@ const RETENTION_LEASE_MS = 60_000;
 @Module({
   imports: [AdminModule, DatabaseModule, NameEventsModule, RedisModule],
   controllers: [PrivacyController],
-  providers: [
-    PrivacyService,
-    OptOutsRepository,
-    OptOutRecordingGuard,
-    {
-      provide: RetentionLease,
-      inject: [RedisConnections],
-      useFactory: (redis: RedisConnections): RetentionLease =>
-        redis.enabled
-          ? new RedisRetentionLease(
-              () => redis.create('jobs'),
-              redis.key('retention:lease'),
-              RETENTION_LEASE_MS,
-            )
-          : new LocalRetentionLease(),
-    },
-    RetentionJob,
-  ],
+  providers: [PrivacyService, OptOutsRepository, OptOutRecordingGuard, RetentionJob],
 })
 export class PrivacyModule implements NestModule {
   constructor(private readonly admin: AdminTokenGuard) {}

@@ -8,13 +8,16 @@ import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventsService } from '../name-events/name-events.service.js';
 import { retentionConfig } from './privacy.config.js';
-import { RetentionLease } from './retention-lease.js';
+import { Leases, type Lease } from '../redis/leases.js';
 
 const DAY_MS = 86_400_000;
 
+/** A run renews its lease in the background; an instance that died frees it within this. */
+const RETENTION_LEASE_MS = 60_000;
+
 /**
  * RETENTION_DAYS: every RETENTION_INTERVAL_MS (and once at start-up), the entries whose
- * `changedAt` is older are deleted, on one instance at a time (RetentionLease). Each batch
+ * `changedAt` is older are deleted, on one instance at a time (the lease `retention`). Each batch
  * is one short statement under the publish lock, so publishes wait at most one batch and go
  * ahead between batches. Each run is logged with its counts, and counted in the metrics.
  */
@@ -31,7 +34,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
   constructor(
     @InjectConfig(retentionConfig) settings: ConfigOf<typeof retentionConfig>,
     private readonly nameEvents: NameEventsService,
-    private readonly lease: RetentionLease,
+    private readonly leases: Leases,
     private readonly metrics: MetricsService,
   ) {
     this.days = settings.days;
@@ -67,12 +70,15 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
   /** One run: never throws (a failure is logged, and the next run tries again). */
   private async run(): Promise<void> {
     const cutoff = new Date(Date.now() - this.days * DAY_MS);
+    let lease: Lease;
     try {
-      if (!(await this.lease.acquire())) {
+      const attempt = await this.leases.tryAcquire('retention', RETENTION_LEASE_MS);
+      if (!attempt.lease) {
         this.metrics.retentionRuns.inc({ outcome: 'skipped' });
         this.logger.debug('Retention run skipped: another instance is running it');
         return;
       }
+      lease = attempt.lease;
     } catch (error) {
       this.metrics.retentionRuns.inc({ outcome: 'failed' });
       this.logger.warn(`Retention run not started: ${(error as Error).message}`);
@@ -87,7 +93,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
         batches += 1;
         this.metrics.retentionDeleted.inc(count);
         if (count < this.batchSize || this.stopped) break;
-        if (!(await this.lease.renew())) throw new Error('the lease was lost');
+        if (lease.signal.aborted) throw new Error('the lease was lost');
       }
       this.metrics.retentionRuns.inc({ outcome: 'completed' });
       this.logger.log(
@@ -99,11 +105,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
         `Retention run stopped after ${deleted} entries deleted in ${batches} batch(es): ${(error as Error).message}`,
       );
     } finally {
-      await this.lease
-        .release()
-        .catch((error: Error) =>
-          this.logger.warn(`Could not release the retention lease: ${error.message}`),
-        );
+      await lease.release();
     }
   }
 }
