@@ -1,18 +1,17 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
+import { MAX_POSTGRES_BIGINT } from '../common/postgres-bigint.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
 import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
 
 export const EVENT_ID_PATTERN = /^\d{1,19}$/;
 export const EVENT_ID_MESSAGE = 'must be a stored event id (a non-negative integer)';
-/** Ids are Postgres bigints: a larger number is no id, and Postgres would refuse it (500). */
-const MAX_EVENT_ID = 9_223_372_036_854_775_807n;
 
 /** The event id in `value`, or undefined when it is not one. */
 export function parseEventId(value: string): bigint | undefined {
   if (!EVENT_ID_PATTERN.test(value)) return undefined;
   const id = BigInt(value);
-  return id <= MAX_EVENT_ID ? id : undefined;
+  return id <= MAX_POSTGRES_BIGINT ? id : undefined;
 }
 
 export class ListenQueryDto {
