@@ -10,7 +10,7 @@ export default tseslint.config(
       'node_modules/',
       'openapi/',
       'test/artifacts/',
-      'test/generated/',
+      'clients/typescript/openapi.ts',
     ],
   },
   js.configs.recommended,
