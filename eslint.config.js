@@ -11,6 +11,7 @@ export default tseslint.config(
       'openapi/',
       'test/artifacts/',
       'clients/typescript/openapi.ts',
+      'test/generated/',
     ],
   },
   js.configs.recommended,
