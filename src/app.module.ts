@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { LoggerModule } from 'nestjs-pino';
-import { loggerOptions } from './common/logger.js';
+import { loggerOptions, personalLogs } from './common/logger.js';
 import { AppConfig, buildConfiguration } from './config/configuration.js';
 import { EventsModule } from './events/events.module.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -35,8 +35,10 @@ export class AppModule {
         }),
         LoggerModule.forRootAsync({
           inject: [ConfigService],
-          useFactory: (config: ConfigService<AppConfig, true>) =>
-            loggerOptions(config.get('app', { infer: true }).logLevel),
+          useFactory: async (config: ConfigService<AppConfig, true>) => {
+            const { logLevel, nodeEnv } = config.get('app', { infer: true });
+            return loggerOptions(logLevel, await personalLogs(nodeEnv));
+          },
         }),
         MetricsModule,
         DatabaseModule,

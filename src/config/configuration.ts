@@ -5,7 +5,7 @@ import { EnvironmentVariables, validateEnvironment } from './environment.js';
  * read a group with `config.get('sse', { infer: true })`.
  */
 export interface AppConfig {
-  app: { port: number; shutdownTimeoutMs: number; logLevel: string };
+  app: { port: number; shutdownTimeoutMs: number; logLevel: string; nodeEnv: string | undefined };
   http: {
     corsOrigins: string[] | '*' | undefined;
     trustProxy: boolean | number | string;
@@ -50,7 +50,12 @@ export interface AppConfig {
 export function buildConfiguration(env: Record<string, string | undefined>): AppConfig {
   const e: EnvironmentVariables = validateEnvironment(env);
   return {
-    app: { port: e.PORT, shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS, logLevel: e.LOG_LEVEL },
+    app: {
+      port: e.PORT,
+      shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+      logLevel: e.LOG_LEVEL,
+      nodeEnv: e.NODE_ENV,
+    },
     database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, poolSize: e.DATABASE_POOL_SIZE },
     redis: {
       url: e.REDIS_URL,
