@@ -256,6 +256,8 @@ describe('the OpenAPI document, as other generators read it', () => {
     const tagged = operations.filter(({ operation }) => operation.tags?.includes('stream'));
     expect(tagged.map(({ name }) => name)).toEqual(streams.map(({ name }) => name));
     const [{ operation }] = streams;
+    // One tag: excluding it leaves out the stream and nothing else.
+    expect(operation.tags).toEqual(['stream']);
     expect(operation.description).toContain('**How to consume it.** Open it with an EventSource');
     expect(operation.description).toContain('`Last-Event-ID`');
     expect(operation.description).toContain('clients/typescript/name-change-stream.ts');

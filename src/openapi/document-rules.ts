@@ -14,10 +14,10 @@ import type {
 /** The security scheme of the administration routes (ADMIN_TOKEN). */
 export const ADMIN_SCHEME = 'admin';
 
-/** The tag of every Server-Sent Events operation. */
+/** The one tag of every Server-Sent Events operation. */
 export const STREAM_TAG = 'stream';
 export const STREAM_TAG_DESCRIPTION =
-  'Server-Sent Events streams: open them with an EventSource, not with a generated request function, which would wait for the end of a body that never ends. Generators can leave this tag out.';
+  'Name change events live (Server-Sent Events): open a stream with an EventSource, not with a generated request function, which would wait for the end of a body that never ends. Generators can leave this tag out.';
 
 const STREAM_GUIDANCE = `**How to consume it.** Open it with an EventSource: the browser's own \`new EventSource(url)\`, or in Node the \`eventsource\` package (the same API). It parses the messages as they arrive, keeps the last id, and reconnects by itself, sending it as \`Last-Event-ID\`, so no event is missed or repeated across reconnects. To resume in a new EventSource, pass the last id you processed as \`?lastEventId=\`. This service's repository has a typed one in \`clients/typescript/name-change-stream.ts\`, over the types openapi-typescript generates from this document.
 
@@ -80,13 +80,15 @@ function closeRequestBody(document: OpenAPIObject, operation: OperationObject): 
 }
 
 /**
- * A Server-Sent Events operation (its 200 is `text/event-stream`) is tagged `stream` and says
- * how to consume it: OpenAPI 3.0 cannot say "a stream of messages", and a generated request
- * function treats the answer as one body to read to its end.
+ * A Server-Sent Events operation (its 200 is `text/event-stream`) says how to consume it:
+ * OpenAPI 3.0 cannot say "a stream of messages", and a generated request function treats the
+ * answer as one body to read to its end. Its tag is `stream` alone, in place of its
+ * controller's, so that a generator can leave out exactly the streams (an operation under two
+ * tags would also be listed twice in Swagger UI).
  */
 function guideStreamConsumers(operation: OperationObject): void {
   const ok = operation.responses['200'] as { content?: Record<string, unknown> } | undefined;
   if (!ok?.content?.['text/event-stream']) return;
-  operation.tags = [...(operation.tags ?? []), STREAM_TAG];
+  operation.tags = [STREAM_TAG];
   operation.description = [operation.description, STREAM_GUIDANCE].filter(Boolean).join('\n\n');
 }

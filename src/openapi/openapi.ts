@@ -47,7 +47,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       description: `${TOKEN_DESCRIPTION}: the operator's ADMIN_TOKEN (16 characters or more).`,
     })
     .addTag('history', "Users' previous names")
-    .addTag('events', 'Publishing and streaming name change events')
+    .addTag('events', 'Publishing name change events (their live stream is under `stream`)')
     .addTag(STREAM_TAG, STREAM_TAG_DESCRIPTION)
     .addTag('privacy', 'Erasure and opt-out (administration, off unless ADMIN_TOKEN is set)')
     .addTag('health', 'Probes for orchestrators and load balancers')
