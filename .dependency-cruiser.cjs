@@ -3,12 +3,14 @@
  *
  * A feature folder uses another only through what that folder offers: its Nest module and
  * the files of what the module exports (services, guards, health indicators, the name-event
- * domain's types, entities and repository, the bus interface, the Redis connections).
+ * domain's types, entities and repository, the bus interface, the Redis connections) and
+ * the event's wire schema, which the publish body defines and the stream and history derive.
  * Everything else in a folder is its own business. `common/` and `config/` are shared by all.
  */
 const PUBLIC_FILE = [
   '[.](module|service|types|guard|health|entity|repository)[.]ts$',
   '/name-event-bus[.]ts$',
+  '/publish/name-change-event[.]dto[.]ts$',
   '/redis-connections[.]ts$',
   '/(leases|lease-competition)[.]ts$',
 ].join('|');

@@ -10,6 +10,7 @@ export default tseslint.config(
       'node_modules/',
       'openapi/',
       'test/artifacts/',
+      'clients/typescript/openapi.ts',
       'test/generated/',
     ],
   },

@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
 import { AdminModule } from './admin/admin.module.js';
-import { loggerOptions } from './common/logger.js';
+import { loggerOptions, personalLogs } from './common/logger.js';
 import { appConfig } from './config/app.config.js';
 import type { ConfigOf } from './config/config-section.js';
 import { ConfigurationModule } from './config/configuration.module.js';
@@ -53,7 +53,8 @@ export class AppModule {
         ConfigurationModule.forRoot(env, APPLICATION_MODULES),
         LoggerModule.forRootAsync({
           inject: [appConfig.KEY],
-          useFactory: (app: ConfigOf<typeof appConfig>) => loggerOptions(app.logLevel),
+          useFactory: async ({ logLevel, nodeEnv }: ConfigOf<typeof appConfig>) =>
+            loggerOptions(logLevel, await personalLogs(nodeEnv)),
         }),
         ...FEATURE_MODULES,
       ],

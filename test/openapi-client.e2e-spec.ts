@@ -1,6 +1,11 @@
 import createClient from 'openapi-fetch';
 import { readFileSync } from 'node:fs';
-import type { components, paths } from './generated/openapi.js';
+import {
+  NameChangeStream,
+  NameChangeStreamRefused,
+  type ReceivedNameChange,
+} from '../clients/typescript/name-change-stream.js';
+import type { components, paths } from '../clients/typescript/openapi.js';
 import { useApp } from './support/app.js';
 import { http } from './support/http.js';
 import { assertMatchesSchema } from './support/openapi-contract.js';
@@ -53,24 +58,66 @@ describe('a client generated from the OpenAPI document', () => {
     });
   });
 
-  it('types the stream: each message, and the event in its data, as the document names them', async () => {
+  it('reads the stream with the typed helper beside the client: each event as the document names it', async () => {
+    const userId = 'client-stream';
+    const stream = await NameChangeStream.open(fx.url, { userId });
+    try {
+      const sent: StreamedEvent = {
+        userId,
+        type: 'username',
+        name: 'streamed "typed" ✓',
+        changedAt: '2024-06-07T15:30:00.000Z',
+      };
+      const published = await client.POST('/api/webhooks/prevnames', {
+        body: { ...sent, changedAt: '2024-06-07T17:30:00+02:00' },
+      });
+      expect(published.response.status).toBe(200);
+      const first = await stream.next();
+      if (first.done) throw new Error('the stream ended before its first event');
+      const received: ReceivedNameChange = first.value;
+      expect(received.id).toMatch(/^\d+$/);
+      expect(received.event).toEqual(sent);
+      expect(stream.lastEventId).toBe(received.id);
+      assertMatchesSchema('NameChangeEvent', received.event);
+
+      // Resuming from the id before it replays it, as a reconnecting EventSource would.
+      const before = String(BigInt(received.id) - 1n);
+      const resumed = await NameChangeStream.open(fx.url, { userId, lastEventId: before });
+      for await (const replayed of resumed) {
+        expect(replayed).toEqual(received);
+        break;
+      }
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('is refused with the typed error body', async () => {
+    const refused = NameChangeStream.open(fx.url, { userId: 'x'.repeat(65) });
+    const body: ErrorResponse = {
+      message: 'userId must be between 1 and 64 characters long',
+      code: 400,
+    };
+    await expect(refused).rejects.toBeInstanceOf(NameChangeStreamRefused);
+    await expect(refused).rejects.toMatchObject({ message: body.message, status: 400, body });
+  });
+
+  it('describes each message of the stream as NameChangeEventMessage, whose data is the event', async () => {
     expect([messageIsNamed, dataIsTheEvent]).toEqual([true, true]);
     const stream = await SseStream.open(
-      `${fx.url}/api/webhooks/prevnames/listen?userId=client-stream`,
+      `${fx.url}/api/webhooks/prevnames/listen?userId=client-messages`,
     );
     const sent: StreamedEvent = {
-      userId: 'client-stream',
-      type: 'username',
-      name: 'streamed "typed" ✓',
+      userId: 'client-messages',
+      type: 'displayname',
+      name: 'framed',
       changedAt: '2024-06-07T15:30:00.000Z',
     };
-    const published = await client.POST('/api/webhooks/prevnames', {
-      body: { ...sent, changedAt: '2024-06-07T17:30:00+02:00' },
-    });
+    const published = await client.POST('/api/webhooks/prevnames', { body: sent });
     expect(published.response.status).toBe(200);
     await stream.untilEvents(1);
     stream.close();
-    // What an SSE client hands its application, typed with the generated client's types.
+    // Each message as an SSE parser hands it over, typed with the generated client's types.
     const [opening, event]: ListenMessage[] = stream.messages
       .filter((m) => m.id !== undefined)
       .map((m) => ({
@@ -82,7 +129,6 @@ describe('a client generated from the OpenAPI document', () => {
     expect(event).toEqual({ id: expect.stringMatching(/^\d+$/) as unknown, data: sent });
     // The document's schemas accept exactly what was sent.
     for (const message of [opening, event]) assertMatchesSchema('NameChangeEventMessage', message);
-    assertMatchesSchema('NameChangeEvent', event.data);
   });
 
   it('gets typed errors', async () => {

@@ -1,5 +1,5 @@
 import createClient from 'openapi-fetch';
-import type { components, paths } from './generated/openapi.js';
+import type { components, paths } from '../clients/typescript/openapi.js';
 import { useApp } from './support/app.js';
 import { uniqueUserId } from './support/events.js';
 import { ADMIN_TOKEN, OPTED_OUT, UNAUTHORIZED } from './support/privacy.js';

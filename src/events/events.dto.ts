@@ -1,18 +1,17 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
+import { MAX_POSTGRES_BIGINT } from '../common/postgres-bigint.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
-import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
+import { SentNameChangeEventDto } from '../publish/name-change-event.dto.js';
 
 export const EVENT_ID_PATTERN = /^\d{1,19}$/;
 export const EVENT_ID_MESSAGE = 'must be a stored event id (a non-negative integer)';
-/** Ids are Postgres bigints: a larger number is no id, and Postgres would refuse it (500). */
-const MAX_EVENT_ID = 9_223_372_036_854_775_807n;
 
 /** The event id in `value`, or undefined when it is not one. */
 export function parseEventId(value: string): bigint | undefined {
   if (!EVENT_ID_PATTERN.test(value)) return undefined;
   const id = BigInt(value);
-  return id <= MAX_EVENT_ID ? id : undefined;
+  return id <= MAX_POSTGRES_BIGINT ? id : undefined;
 }
 
 export class ListenQueryDto {
@@ -45,24 +44,7 @@ export class ListenQueryDto {
   description:
     "A stored name change event: the JSON of a stream message's `data:` line. `name` is the name the user had before the change.",
 })
-export class NameChangeEventPayloadDto {
-  @ApiProperty({ minLength: 1, maxLength: USER_ID_MAX_LENGTH, example: '123456789012345678' })
-  userId: string;
-
-  @ApiProperty({ enum: NAME_TYPES, enumName: 'NameType', description: 'Kind of name.' })
-  type: NameType;
-
-  @ApiProperty({ description: 'The previous name, exactly as recorded.', example: 'old_name' })
-  name: string;
-
-  @ApiProperty({
-    description: 'When the change occurred, in UTC with milliseconds.',
-    format: 'date-time',
-    pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
-    example: '2024-06-07T15:30:00.000Z',
-  })
-  changedAt: string;
-}
+export class NameChangeEventPayloadDto extends SentNameChangeEventDto {}
 
 /**
  * One message of the stream, field by field (the `text/event-stream` framing aside): what an

@@ -6,10 +6,7 @@ import { EventsController } from './events.controller.js';
 import { EventStreamService } from './event-stream.service.js';
 
 /** GET /webhooks/prevnames/listen: the `@Sse()` stream over the name-event domain. */
-@Owns({
-  config: [sseConfig],
-  apiTags: [{ name: 'events', description: 'Publishing and streaming name change events' }],
-})
+@Owns({ config: [sseConfig] })
 @Module({
   imports: [NameEventsModule],
   controllers: [EventsController],

@@ -18,7 +18,11 @@ export class HealthController {
   ) {}
 
   @Get('live')
-  @ApiOperation({ summary: 'Liveness: the process is up and serving HTTP' })
+  @ApiOperation({
+    summary: 'Liveness: the process is up and serving HTTP',
+    description:
+      "200 while the process answers HTTP, whatever the state of the database and Redis: an orchestrator restarts the instance when it fails (the Docker image's HEALTHCHECK asks it). It is not logged.",
+  })
   @ApiOkResponse({ type: HealthResponseDto, description: 'Alive.' })
   @ApiErrorResponses(UNKNOWN_QUERY_KEY)
   getLiveness(): HealthResponseDto {
@@ -26,7 +30,11 @@ export class HealthController {
   }
 
   @Get('ready')
-  @ApiOperation({ summary: 'Readiness: the database (and Redis, when configured) answer' })
+  @ApiOperation({
+    summary: 'Readiness: the database (and Redis, when configured) answer',
+    description:
+      '200 while the database, and Redis when configured, answer; 503 naming the ones that do not, and from SIGTERM on while the instance drains. For load balancers: send traffic elsewhere while it fails, without restarting the instance. It is not logged.',
+  })
   @ApiOkResponse({ type: HealthResponseDto, description: 'Ready: every dependency answers.' })
   @ApiErrorResponses(UNKNOWN_QUERY_KEY, [503, 'Not ready: database unavailable'])
   async getReadiness(): Promise<HealthResponseDto> {

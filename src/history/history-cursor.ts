@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { MAX_POSTGRES_BIGINT } from '../common/postgres-bigint.js';
 import type { HistoryPosition } from '../name-events/name-history.repository.js';
 
 /**
@@ -14,7 +15,6 @@ export interface HistoryCursor {
 
 const AT_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const ID_PATTERN = /^[1-9]\d{0,18}$/;
-const MAX_ID = 9_223_372_036_854_775_807n;
 const CHECK_LENGTH = 16;
 
 /**
@@ -46,7 +46,8 @@ export function decodeCursor(userId: string, token: string): HistoryCursor | und
   const [direction, at, id] = fields as unknown[];
   if (direction !== 'next' && direction !== 'prev') return undefined;
   if (typeof at !== 'string' || !isStoredTime(at)) return undefined;
-  if (typeof id !== 'string' || !ID_PATTERN.test(id) || BigInt(id) > MAX_ID) return undefined;
+  if (typeof id !== 'string' || !ID_PATTERN.test(id)) return undefined;
+  if (BigInt(id) > MAX_POSTGRES_BIGINT) return undefined;
   return { direction, position: { at, id } };
 }
 

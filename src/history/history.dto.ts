@@ -1,8 +1,8 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { IsZonedTimestamp } from '../common/timestamp.js';
-import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
+import { SentNameChangeEventDto } from '../publish/name-change-event.dto.js';
 
 export const HISTORY_MAX_LIMIT = 1000;
 const LIMIT_MESSAGE = `limit must be an integer between 1 and ${HISTORY_MAX_LIMIT}`;
@@ -58,20 +58,8 @@ export class HistoryQueryDto {
   cursor?: string;
 }
 
-export class NameEntryDto {
-  @ApiProperty({ enum: NAME_TYPES, enumName: 'NameType', description: 'Kind of name.' })
-  type: NameType;
-
-  @ApiProperty({ description: 'The previous name, exactly as recorded.', example: 'old_name' })
-  name: string;
-
-  @ApiProperty({
-    description: 'When the change occurred, in UTC with milliseconds.',
-    format: 'date-time',
-    example: '2024-06-07T15:30:00.000Z',
-  })
-  changedAt: string;
-}
+/** One entry of a user's history: a sent event without its user id. */
+export class NameEntryDto extends OmitType(SentNameChangeEventDto, ['userId']) {}
 
 export class HistoryResponseDto {
   @ApiProperty({ example: '123456789012345678' })

@@ -1,4 +1,5 @@
 import { BadRequestException, Injectable } from '@nestjs/common';
+import { MAX_POSTGRES_BIGINT } from '../common/postgres-bigint.js';
 import { parseZonedTimestamp } from '../common/timestamp.js';
 import {
   HISTORY_END,
@@ -9,8 +10,8 @@ import {
 import { decodeCursor, encodeCursor } from './history-cursor.js';
 import { CURSOR_MESSAGE, type HistoryQueryDto, type HistoryResponseDto } from './history.dto.js';
 
-/** Above every id: `after=T` leaves out every entry at T, whatever its id. */
-const MAX_ID = '9223372036854775807';
+/** No id is above it: `after=T` leaves out every entry at T, whatever its id. */
+const MAX_ID = String(MAX_POSTGRES_BIGINT);
 
 /** A history answer, with the cursors of the pages beside it when there are more. */
 export interface HistoryResult {

@@ -11,7 +11,11 @@ export class MetricsController {
   @Get()
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
   @Header('Cache-Control', 'no-cache')
-  @ApiOperation({ summary: 'Prometheus metrics (text exposition format)' })
+  @ApiOperation({
+    summary: 'Prometheus metrics (text exposition format)',
+    description:
+      "This instance's metrics, for Prometheus to scrape from each instance directly: listeners, events stored, broadcast and undelivered, publish and delivery latencies, history reads, privacy and retention counts, Postgres and Redis up, the detector's backlog, and the process defaults. The shipped proxy does not serve it.",
+  })
   @ApiOkResponse({
     description: 'Metrics in the Prometheus text format.',
     content: { 'text/plain': { schema: { type: 'string' } } },

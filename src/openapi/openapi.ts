@@ -5,6 +5,12 @@ import { readFileSync } from 'node:fs';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { OWNED_BY_MODULES } from '../config/configuration.module.js';
 import type { Owned } from '../config/owns.decorator.js';
+import {
+  ADMIN_SCHEME,
+  applyDocumentRules,
+  STREAM_TAG,
+  STREAM_TAG_DESCRIPTION,
+} from './document-rules.js';
 
 const { version } = JSON.parse(
   readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
@@ -14,14 +20,15 @@ const DESCRIPTION = `Keeps the history of Discord users' previous usernames and 
 
 **\`name\`** is always the name recorded in the history: the name the user had *before* the change.
 
-**Errors.** Every error, of any status, is \`{"message": string, "code": <status>}\` as JSON; the message names the field(s) at fault. Every operation also refuses any query key it does not list (400), a body that is not JSON or declares a charset other than utf-8 (415), and, before any operation is chosen: a request line and headers over 16 KiB or 2000 header fields (431), a request that does not arrive in time (408), an \`Expect\` other than \`100-continue\` (417), an HTTP version other than 1.0 and 1.1 (505), and a malformed request (400).
+**Errors.** Every error, of any status, is \`{"message": string, "code": <status>}\` as JSON; the message names the field(s) at fault. Every operation also refuses a query key it does not list and a body property its schema does not list (400: request body schemas are closed, \`additionalProperties: false\`), a body that is not JSON or declares a charset other than utf-8 (415), and, before any operation is chosen: a request line and headers over 16 KiB or 2000 header fields (431), a request that does not arrive in time (408), an \`Expect\` other than \`100-continue\` (417), an HTTP version other than 1.0 and 1.1 (505), and a malformed request (400).
 
-**Authentication.** None by default. When the operator sets \`PUBLISH_TOKEN\`, publishing requires \`Authorization: Bearer <token>\`.
+**Authentication.** None by default. When the operator sets \`PUBLISH_TOKEN\`, publishing requires \`Authorization: Bearer <token>\`. Tokens are opaque strings the operator chooses, not JWTs.
 
 **Privacy administration.** Off unless the operator sets \`ADMIN_TOKEN\`: then erasure and opt-out routes require \`Authorization: Bearer <ADMIN_TOKEN>\`; without it they answer 404 like unknown routes.`;
 
-/** The security scheme of the administration routes (ADMIN_TOKEN). */
-const ADMIN_SCHEME = 'admin';
+/** Bearer tokens here are secrets the operator chooses: no `bearerFormat`, they are no JWTs. */
+const TOKEN_DESCRIPTION =
+  'An opaque string the operator chooses (not a JWT), sent as `Authorization: Bearer <token>`';
 
 /** The OpenAPI document of the application. Operation ids are the handler names. */
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
@@ -31,34 +38,28 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setVersion(version)
     .setLicense('Proprietary', 'https://example.com/license')
     .addServer('/', 'This instance')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'PUBLISH_TOKEN, when set' })
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' }, ADMIN_SCHEME)
+    .addSecurity('bearer', {
+      type: 'http',
+      scheme: 'bearer',
+      description: `${TOKEN_DESCRIPTION}: the operator's PUBLISH_TOKEN. Needed only when it is set.`,
+    })
+    .addSecurity(ADMIN_SCHEME, {
+      type: 'http',
+      scheme: 'bearer',
+      description: `${TOKEN_DESCRIPTION}: the operator's ADMIN_TOKEN (16 characters or more).`,
+    })
     .build();
-  // Each module names its own tags (`@Owns`), in the order of app.module.ts.
-  config.tags = app.get<Required<Owned>>(OWNED_BY_MODULES).apiTags.map((tag) => ({ ...tag }));
+  // Each module names its own tags (`@Owns`), in the order of app.module.ts; every stream
+  // goes under one tag of its own (see document-rules.ts).
+  config.tags = [
+    ...app.get<Required<Owned>>(OWNED_BY_MODULES).apiTags.map((tag) => ({ ...tag })),
+    { name: STREAM_TAG, description: STREAM_TAG_DESCRIPTION },
+  ];
   const document = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (_controllerKey, methodKey) => methodKey,
     extraModels: [ErrorResponseDto],
   });
-  return withExplicitSecurity(document);
-}
-
-/**
- * Every operation says how it is authenticated: public ones with `security: []`; the publish
- * bearer requirement also allows none, since it applies only when the operator sets
- * PUBLISH_TOKEN. The administration's never does: without ADMIN_TOKEN its routes are off.
- */
-function withExplicitSecurity(document: OpenAPIObject): OpenAPIObject {
-  for (const path of Object.values(document.paths)) {
-    for (const method of ['get', 'post', 'put', 'patch', 'delete'] as const) {
-      const operation = path[method];
-      if (!operation) continue;
-      const security = operation.security ?? [];
-      const optional = security.length > 0 && !security.some((s) => ADMIN_SCHEME in s);
-      operation.security = optional ? [...security, {}] : security;
-    }
-  }
-  return document;
+  return applyDocumentRules(document);
 }
 
 /** The documentation's own routes: Swagger UI, its files, and the document. */

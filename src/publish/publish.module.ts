@@ -7,7 +7,15 @@ import { PublishController } from './publish.controller.js';
 import { PublishService } from './publish.service.js';
 
 /** POST /webhooks/prevnames: the route, its token and rate limit, and its use case. */
-@Owns({ config: [publishConfig] })
+@Owns({
+  config: [publishConfig],
+  apiTags: [
+    {
+      name: 'events',
+      description: 'Publishing name change events (their live stream is under `stream`)',
+    },
+  ],
+})
 @Module({
   imports: [NameEventsModule, RateLimitModule],
   controllers: [PublishController],
