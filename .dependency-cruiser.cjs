@@ -8,7 +8,7 @@
  * Everything else in a folder is its own business. `common/` and `config/` are shared by all.
  */
 const PUBLIC_FILE = [
-  '[.](module|service|types|guard|health|entity|repository)[.]ts$',
+  '[.](module|service|types|guard|health|entity|repository|decorator)[.]ts$',
   '/name-event-bus[.]ts$',
   '/publish/name-change-event[.]dto[.]ts$',
   '/redis-connections[.]ts$',

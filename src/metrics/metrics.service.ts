@@ -1,9 +1,20 @@
 import { Injectable } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type CounterConfiguration,
+  type GaugeConfiguration,
+  type HistogramConfiguration,
+} from 'prom-client';
 
 /**
  * The service's Prometheus metrics, in a registry of its own (one per application, so
- * several apps in one process, as in the tests, do not share counters).
+ * several apps in one process, as in the tests, do not share counters). A module defines its
+ * own metrics in its folder with `counter()`, `gauge()` and `histogram()`; those below are
+ * the shared ones of the name-event domain and the stream.
  * Gauges that reflect state (listeners, dependencies up) are read at scrape time through
  * the collectors registered with `onCollect`.
  */
@@ -114,6 +125,21 @@ export class MetricsService {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A counter of a module's own, in this registry (define it in the module's folder). */
+  counter<L extends string = string>(config: Omit<CounterConfiguration<L>, 'registers'>) {
+    return new Counter<L>({ ...config, registers: [this.registry] });
+  }
+
+  /** A gauge of a module's own, in this registry. */
+  gauge<L extends string = string>(config: Omit<GaugeConfiguration<L>, 'registers'>) {
+    return new Gauge<L>({ ...config, registers: [this.registry] });
+  }
+
+  /** A histogram of a module's own, in this registry. */
+  histogram<L extends string = string>(config: Omit<HistogramConfiguration<L>, 'registers'>) {
+    return new Histogram<L>({ ...config, registers: [this.registry] });
   }
 
   /** Runs `collect` before every scrape: for gauges that mirror state kept elsewhere. */

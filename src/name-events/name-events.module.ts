@@ -1,7 +1,13 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { BusModule } from '../bus/bus.module.js';
+import { RedisModule } from '../redis/redis.module.js';
 import { Owns } from '../config/owns.decorator.js';
 import { DatabaseModule } from '../database/database.module.js';
+import { ConsumerPositionsRepository } from './consumers/consumer-positions.repository.js';
+import { consumersConfig } from './consumers/consumers.config.js';
+import { NameEventConsumerPosition } from './consumers/name-event-consumer.entity.js';
+import { NameEventConsumers } from './consumers/name-event-consumers.service.js';
 import { KnownName } from './known-name.entity.js';
 import { KnownNamesRepository } from './known-names.repository.js';
 import { nameEventsMigrations } from './migrations/index.js';
@@ -21,14 +27,17 @@ import { RecordingGuards } from './recording-guards.service.js';
  * - NameHistoryRepository: users' histories.
  * - KnownNamesRepository: the detector's last known names.
  * - RecordingGuards: where a module registers who must not be recorded.
+ * - `@NameEventConsumer` (consumers/): a durable consumer of the event log, run by
+ *   NameEventConsumers: every stored event, in id order, on one instance at a time.
  * Its types are in `name-event.types.ts`.
  */
 @Owns({
+  config: [consumersConfig],
   migrations: nameEventsMigrations,
-  entities: [NameChangeEvent, KnownName],
+  entities: [NameChangeEvent, KnownName, NameEventConsumerPosition],
 })
 @Module({
-  imports: [BusModule, DatabaseModule],
+  imports: [BusModule, DatabaseModule, DiscoveryModule, RedisModule],
   providers: [
     NameChangeEventRepository,
     NameHistoryRepository,
@@ -37,6 +46,8 @@ import { RecordingGuards } from './recording-guards.service.js';
     RecordingGuards,
     NameEventsService,
     NameEventStreams,
+    ConsumerPositionsRepository,
+    NameEventConsumers,
   ],
   exports: [
     NameEventsService,

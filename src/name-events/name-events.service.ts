@@ -33,6 +33,7 @@ interface Pending {
 @Injectable()
 export class NameEventsService {
   private readonly waiting: Pending[] = [];
+  private readonly storedListeners: (() => void)[] = [];
   private readonly batches = new DrainLoop(
     () => (this.waiting.length > 0 ? this.waiting.splice(0, MAX_BATCH) : undefined),
     (batch) => this.publishBatch(batch),
@@ -107,13 +108,23 @@ export class NameEventsService {
         )) ?? [];
       stopTimer();
       for (const outcome of outcomes) this.count(outcome);
+      if (outcomes.length > 0) this.announceStored();
       return outcomes;
     } catch (error) {
       if (error instanceof BusUnavailableError) {
         this.metrics.eventsUndelivered.inc({ reason: 'bus_unavailable' }, undelivered);
+        this.announceStored();
       }
       throw error;
     }
+  }
+
+  /**
+   * Calls `listener` whenever this instance may have stored events (for the consumers of the
+   * event log, which it wakes).
+   */
+  onStored(listener: () => void): void {
+    this.storedListeners.push(listener);
   }
 
   /** Of `userIds`, those who must not be recorded (see RecordingGuards). */
@@ -159,7 +170,14 @@ export class NameEventsService {
       });
     } catch (error) {
       for (const pending of batch) pending.reject(error);
+    } finally {
+      // Stored even when the broadcast failed (BusUnavailableError).
+      this.announceStored();
     }
+  }
+
+  private announceStored(): void {
+    for (const listener of this.storedListeners) listener();
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { Type } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test, type TestingModuleBuilder } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
@@ -42,9 +43,11 @@ export async function startApp(
   env: Record<string, string | undefined>,
   port = 0,
   customize: (builder: TestingModuleBuilder) => TestingModuleBuilder = (builder) => builder,
+  /** Modules of the test's own beside the application's (a consumer of the event log, say). */
+  modules: Type[] = [],
 ): Promise<TestApp> {
   const moduleRef = await customize(
-    Test.createTestingModule({ imports: [AppModule.forRoot({ LOG_LEVEL, ...env })] }),
+    Test.createTestingModule({ imports: [AppModule.forRoot({ LOG_LEVEL, ...env }), ...modules] }),
   ).compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressHttpAdapter(), {
     bodyParser: false,
@@ -81,6 +84,8 @@ export interface AppFixtureOptions {
   fixedPort?: boolean;
   /** As for `startApp`: replaces providers that reach outside the machine. */
   customize?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+  /** As for `startApp`: modules of the test's own, in every instance. */
+  modules?: Type[];
 }
 
 /** The application of a describe block, and the ways tests talk to it. */
@@ -153,7 +158,7 @@ export function useApp(options: AppFixtureOptions = {}): AppFixture {
   };
   const start = async () => {
     if (current) throw new Error('The app is already running');
-    current = await startApp(env, port, options.customize);
+    current = await startApp(env, port, options.customize, options.modules);
     port = Number(new URL(current.url).port);
   };
 
@@ -235,7 +240,7 @@ export function useApp(options: AppFixtureOptions = {}): AppFixture {
       }
     },
     startInstance: async (extra = {}) => {
-      const instance = await startApp({ ...env, ...extra });
+      const instance = await startApp({ ...env, ...extra }, 0, options.customize, options.modules);
       others.add(instance);
       return {
         ...instance,

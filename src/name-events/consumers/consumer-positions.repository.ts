@@ -1,0 +1,63 @@
+import { Injectable } from '@nestjs/common';
+import { SqlService } from '../../database/sql.service.js';
+
+/** Where each consumer of the event log is: the id of the last event it handled. */
+@Injectable()
+export class ConsumerPositionsRepository {
+  constructor(private readonly sql: SqlService) {}
+
+  /**
+   * The consumer's row, created where it starts when it is new: after the newest stored event
+   * (`now`) or before the first (`start`).
+   */
+  async ensure(name: string, from: 'now' | 'start'): Promise<void> {
+    await this.sql.query(
+      `INSERT INTO name_event_consumers (name, position)
+       SELECT $1, CASE WHEN $2 = 'now' THEN coalesce(max(id), 0) ELSE 0 END
+         FROM name_change_events
+       ON CONFLICT (name) DO NOTHING`,
+      [name, from],
+    );
+  }
+
+  /**
+   * The consumer's position (its row created first if it is new), the row locked until the
+   * transaction ends: a holder that lost its lease and is still running waits here, then finds
+   * the position moved on.
+   */
+  async lock(name: string, from: 'now' | 'start'): Promise<string> {
+    await this.ensure(name, from);
+    const [row] = await this.sql.query<{ position: string }>({
+      name: 'lock-consumer-position',
+      text: 'SELECT position::text AS position FROM name_event_consumers WHERE name = $1 FOR UPDATE',
+      values: [name],
+    });
+    return row.position;
+  }
+
+  async save(name: string, position: string): Promise<void> {
+    await this.sql.query({
+      name: 'save-consumer-position',
+      text: 'UPDATE name_event_consumers SET position = $2, updated_at = now() WHERE name = $1',
+      values: [name, position],
+    });
+  }
+
+  /**
+   * How far behind the consumer is: events stored after its position (counted up to `cap`),
+   * and the age of the oldest of them in seconds (0 when there is none).
+   */
+  async lag(name: string, cap: number): Promise<{ events: number; seconds: number }> {
+    const [row] = await this.sql.query<{ events: number; seconds: number }>({
+      name: 'consumer-lag',
+      text: `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM name_change_events e
+                                                 WHERE e.id > c.position LIMIT $2) behind) AS events,
+                    coalesce(extract(epoch FROM now() - (SELECT stored_at FROM name_change_events e
+                                                          WHERE e.id > c.position
+                                                          ORDER BY e.id LIMIT 1)), 0)::float AS seconds
+               FROM name_event_consumers c WHERE c.name = $1`,
+      values: [name, cap],
+    });
+    return row ?? { events: 0, seconds: 0 };
+  }
+}

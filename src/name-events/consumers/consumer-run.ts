@@ -1,0 +1,72 @@
+import { Logger } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { SqlService } from '../../database/sql.service.js';
+import type { NameChangeEventRepository } from '../name-change-event.repository.js';
+import type { ConsumerPositionsRepository } from './consumer-positions.repository.js';
+import type {
+  NameEventConsumerOptions,
+  NameEventHandler,
+} from './name-event-consumer.decorator.js';
+
+/** Back-off after a failed batch: 1 s, doubling, up to a minute. */
+const RETRY_FIRST_MS = 1_000;
+const RETRY_MAX_MS = 60_000;
+
+export interface ConsumerRunDeps {
+  sql: SqlService;
+  events: NameChangeEventRepository;
+  positions: ConsumerPositionsRepository;
+  /** Called before each read: what is stored from now on wakes `nextWake`. */
+  reading(): void;
+  /**
+   * Resolves once an event may have been stored since the last `reading()` (at once if one
+   * was: this instance's publishes tell), or after `ms` (another instance's), or on abort.
+   */
+  nextWake(ms: number, signal: AbortSignal): Promise<void>;
+  /** Told of each batch handled, and each failure. */
+  handled(count: number): void;
+  failed(error: unknown): void;
+}
+
+/**
+ * One consumer, while this instance holds its lease: reads the events after its position,
+ * hands them to the handler and moves the position, in one transaction, batch after batch,
+ * until there is nothing left; then waits to be woken (or for the poll). Ends when `signal`
+ * aborts (the lease lost, or shutdown).
+ */
+export async function runConsumer(
+  { name, batchSize, from }: Required<NameEventConsumerOptions>,
+  handler: NameEventHandler,
+  pollMs: number,
+  deps: ConsumerRunDeps,
+  signal: AbortSignal,
+): Promise<void> {
+  const logger = new Logger('Consumers');
+  let failures = 0;
+  while (!signal.aborted) {
+    try {
+      deps.reading();
+      const count = await deps.sql.transaction(async () => {
+        const position = await deps.positions.lock(name, from);
+        // The lease was lost while waiting for the row: whoever holds it now has it.
+        if (signal.aborted) return 0;
+        const batch = await deps.events.findOldestAfterId(position, batchSize);
+        if (batch.length === 0) return 0;
+        await handler.handle(batch);
+        await deps.positions.save(name, batch[batch.length - 1].id);
+        return batch.length;
+      });
+      failures = 0;
+      deps.handled(count);
+      if (count < batchSize) await deps.nextWake(pollMs, signal);
+    } catch (error) {
+      failures += 1;
+      deps.failed(error);
+      const wait = Math.min(RETRY_FIRST_MS * 2 ** (failures - 1), RETRY_MAX_MS);
+      logger.warn(
+        `Consumer ${name}: a batch failed (attempt ${failures}; next in ${wait} ms): ${(error as Error).message}`,
+      );
+      await delay(wait, undefined, { signal }).catch(() => undefined);
+    }
+  }
+}

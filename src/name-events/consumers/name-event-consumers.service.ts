@@ -1,0 +1,159 @@
+import {
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { InjectConfig, type ConfigOf } from '../../config/config-section.js';
+import { SqlService } from '../../database/sql.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
+import { LeaseCompetition } from '../../redis/lease-competition.js';
+import { Leases } from '../../redis/leases.js';
+import { NameChangeEventRepository } from '../name-change-event.repository.js';
+import { NameEventsService } from '../name-events.service.js';
+import { ConsumerPositionsRepository } from './consumer-positions.repository.js';
+import { runConsumer } from './consumer-run.js';
+import { consumersConfig } from './consumers.config.js';
+import {
+  NameEventConsumer,
+  type NameEventConsumerOptions,
+  type NameEventHandler,
+} from './name-event-consumer.decorator.js';
+import { WakeSignal } from './wake-signal.js';
+
+/** The lag is counted up to this many events (a count past it costs more than it tells). */
+const LAG_COUNT_CAP = 1_000_000;
+
+interface Running {
+  options: Required<NameEventConsumerOptions>;
+  competition: LeaseCompetition;
+  /** The run under way while this instance holds the lease. */
+  run?: Promise<void>;
+  stop?: AbortController;
+}
+
+/**
+ * Runs every `@NameEventConsumer` of the application: each competes for its lease
+ * (`consumer:<name>`, so that one instance at a time runs it), and the holder works through
+ * the event log from the stored position. Woken at once by this instance's publishes, it
+ * looks every CONSUMER_POLL_MS for those of other instances. Stopped before the database
+ * and Redis close.
+ */
+@Injectable()
+export class NameEventConsumers implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Consumers');
+  private readonly consumers: Running[] = [];
+  private readonly stored = new WakeSignal();
+  private readonly handledTotal;
+  private readonly failuresTotal;
+  private readonly lagEvents;
+  private readonly lagSeconds;
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly leases: Leases,
+    private readonly sql: SqlService,
+    private readonly events: NameChangeEventRepository,
+    private readonly positions: ConsumerPositionsRepository,
+    nameEvents: NameEventsService,
+    @InjectConfig(consumersConfig) private readonly config: ConfigOf<typeof consumersConfig>,
+    metrics: MetricsService,
+  ) {
+    nameEvents.onStored(() => this.stored.notify());
+    this.handledTotal = metrics.counter({
+      name: 'name_history_consumer_events_total',
+      help: 'Events a consumer of the event log handled on this instance',
+      labelNames: ['consumer'],
+    });
+    this.failuresTotal = metrics.counter({
+      name: 'name_history_consumer_failures_total',
+      help: 'Batches a consumer of the event log failed on this instance (each is tried again)',
+      labelNames: ['consumer'],
+    });
+    this.lagEvents = metrics.gauge({
+      name: 'name_history_consumer_lag_events',
+      help: 'Events stored after the position of a consumer of the event log (counted up to a million)',
+      labelNames: ['consumer'],
+    });
+    this.lagSeconds = metrics.gauge({
+      name: 'name_history_consumer_lag_seconds',
+      help: 'How long the oldest event a consumer of the event log has not handled has been stored',
+      labelNames: ['consumer'],
+    });
+    metrics.onCollect(() => this.collectLag());
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    for (const wrapper of this.discovery.getProviders({ metadataKey: NameEventConsumer.KEY })) {
+      const found = this.discovery.getMetadataByDecorator(NameEventConsumer, wrapper);
+      const handler = wrapper.instance as NameEventHandler | undefined;
+      if (!found || !handler) continue;
+      const options = { batchSize: 100, from: 'now' as const, ...found };
+      await this.positions.ensure(options.name, options.from).catch((error: Error) =>
+        // The database is down: the run creates the row once it is back.
+        this.logger.warn(`Consumer ${options.name}: not registered yet (${error.message})`),
+      );
+      this.start(options, handler);
+    }
+  }
+
+  /** Before the database and Redis connections close: the runs end, the leases are let go. */
+  async onModuleDestroy(): Promise<void> {
+    for (const consumer of this.consumers) consumer.stop?.abort();
+    await Promise.all(this.consumers.map((consumer) => consumer.run ?? Promise.resolve()));
+    await Promise.all(this.consumers.map((consumer) => consumer.competition.stop()));
+  }
+
+  private start(options: Required<NameEventConsumerOptions>, handler: NameEventHandler): void {
+    const consumer: Running = {
+      options,
+      competition: new LeaseCompetition(
+        this.leases,
+        `consumer:${options.name}`,
+        this.config.leaseMs,
+        {
+          acquired: (lease) => {
+            const stop = new AbortController();
+            lease.signal.addEventListener('abort', () => stop.abort(), { once: true });
+            consumer.stop = stop;
+            consumer.run = this.run(consumer, handler, stop.signal);
+          },
+        },
+      ),
+    };
+    this.consumers.push(consumer);
+    consumer.competition.start();
+  }
+
+  private async run(consumer: Running, handler: NameEventHandler, signal: AbortSignal) {
+    const { name } = consumer.options;
+    this.logger.log(`Consumer ${name}: running on this instance`);
+    let since = this.stored.generation;
+    await runConsumer(
+      consumer.options,
+      handler,
+      this.config.pollMs,
+      {
+        sql: this.sql,
+        events: this.events,
+        positions: this.positions,
+        reading: () => (since = this.stored.generation),
+        nextWake: (ms, abort) => this.stored.after(since, ms, abort),
+        handled: (count) => this.handledTotal.inc({ consumer: name }, count),
+        failed: () => this.failuresTotal.inc({ consumer: name }),
+      },
+      signal,
+    );
+  }
+
+  private async collectLag(): Promise<void> {
+    await Promise.all(
+      this.consumers.map(async ({ options: { name } }) => {
+        const lag = await this.positions.lag(name, LAG_COUNT_CAP);
+        this.lagEvents.set({ consumer: name }, lag.events);
+        this.lagSeconds.set({ consumer: name }, lag.seconds);
+      }),
+    );
+  }
+}

@@ -1,0 +1,37 @@
+import { Injectable, Module } from '@nestjs/common';
+import {
+  NameEventConsumer,
+  type NameEventHandler,
+} from '../../src/name-events/consumers/name-event-consumer.decorator.js';
+import type { StoredNameEvent } from '../../src/name-events/name-event.types.js';
+
+/**
+ * A consumer of the event log as a module of the tests' own would declare one: it records
+ * the batches it was handed, and fails the next `failures` of them on request.
+ */
+@NameEventConsumer({ name: 'recorder', batchSize: 3, from: 'start' })
+@Injectable()
+export class RecordingConsumer implements NameEventHandler {
+  readonly batches: StoredNameEvent[][] = [];
+  /** Batches that failed, as they were handed over. */
+  readonly failed: StoredNameEvent[][] = [];
+  failures = 0;
+
+  handle(events: readonly StoredNameEvent[]): Promise<void> {
+    if (this.failures > 0) {
+      this.failures -= 1;
+      this.failed.push([...events]);
+      return Promise.reject(new Error('a failure the test asked for'));
+    }
+    this.batches.push([...events]);
+    return Promise.resolve();
+  }
+
+  /** Every event handled, in the order handled. */
+  get handled(): StoredNameEvent[] {
+    return this.batches.flat();
+  }
+}
+
+@Module({ providers: [RecordingConsumer] })
+export class RecordingConsumerModule {}
