@@ -1,26 +1,18 @@
 import { ConfigService } from '@nestjs/config';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import helmet from 'helmet';
-import express, { raw, type NextFunction, type Request, type Response } from 'express';
-import { isUtf8 } from 'node:buffer';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { fileURLToPath } from 'node:url';
 import { Logger, PinoLogger } from 'nestjs-pino';
 import { accessLog } from './common/access-log.js';
-import {
-  HttpExceptionFilter,
-  UNSUPPORTED_CHARSET_MESSAGE,
-  UNSUPPORTED_MEDIA_TYPE_MESSAGE,
-} from './common/http-exception.filter.js';
+import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { LISTEN_ROUTE } from './common/logger.js';
-import {
-  answerHttpLayerWithJson,
-  carriesBody,
-  continueWhenBodyIsWanted,
-} from './common/malformed-requests.js';
 import { KnownQueryKeysGuard } from './common/query-keys.guard.js';
 import { createValidationPipe } from './common/validation.js';
 import { serveOpenApi } from './openapi/openapi.js';
 import type { AppConfig } from './config/configuration.js';
+import { answerHttpLayerWithJson } from './platform/http-layer.js';
+import { jsonBodies } from './platform/json-body.js';
 
 export const API_PREFIX = 'api';
 /** Request bodies: 16 KiB. */
@@ -56,7 +48,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   // API answers are small and never revalidated: hashing each body for an ETag is wasted work
   // (the page's static files keep theirs).
   app.disable('etag');
-  answerHttpLayerWithJson(app, { ...http, bodyLimitBytes: BODY_LIMIT_BYTES });
+  answerHttpLayerWithJson(app, http);
   // Every request the application serves but the probes and the streams (which log their own
   // open and close); what the HTTP layer refuses above is not the application's to log.
   app.use(
@@ -96,13 +88,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
       maxAge: 600,
     });
   }
-  app.use(requireJsonContentType);
-  app.use(continueWhenBodyIsWanted(BODY_LIMIT_BYTES));
-  // The bytes as they came, never decoded in a declared charset: JSON here is UTF-8.
-  app.use(
-    raw({ limit: BODY_LIMIT_BYTES, type: 'application/json', verify: rejectInvalidUtf8 }),
-    parseJsonBody,
-  );
+  app.use(...jsonBodies(BODY_LIMIT_BYTES));
   app.useGlobalGuards(new KnownQueryKeysGuard());
   app.useGlobalPipes(createValidationPipe());
   serveOpenApi(app);
@@ -163,75 +149,4 @@ function servePageOutsideApi() {
       res.status(404).json({ message: `Cannot ${req.method} ${req.path}`, code: 404 });
     });
   };
-}
-
-/**
- * A request that carries a body must say it is JSON, and JSON here is UTF-8 (RFC 8259): any
- * other type, or a charset other than utf-8 declared anywhere in the header, is a 415.
- */
-function requireJsonContentType(req: Request, res: Response, next: NextFunction): void {
-  if (!carriesBody(req)) {
-    next();
-    return;
-  }
-  if (!req.is('application/json')) {
-    res.status(415).json({ message: UNSUPPORTED_MEDIA_TYPE_MESSAGE, code: 415 });
-    return;
-  }
-  if (declaredCharsets(req.headers['content-type'] ?? '').some((charset) => charset !== 'utf-8')) {
-    res.status(415).json({ message: UNSUPPORTED_CHARSET_MESSAGE, code: 415 });
-    return;
-  }
-  next();
-}
-
-/**
- * Every `charset` parameter of a Content-Type, lower-cased and unquoted. Split on every ';',
- * even one inside a quoted value: that can only find more charsets than there are, never
- * fewer, and a doubtful header is refused rather than guessed at.
- */
-function declaredCharsets(contentType: string): string[] {
-  return contentType
-    .split(';')
-    .slice(1)
-    .flatMap((parameter) => {
-      const equals = parameter.indexOf('=');
-      const name = (equals === -1 ? parameter : parameter.slice(0, equals)).trim().toLowerCase();
-      if (name !== 'charset') return [];
-      const value = equals === -1 ? '' : parameter.slice(equals + 1).trim();
-      const unquoted = /^"(.*)"$/s.exec(value)?.[1]?.replace(/\\(.)/gs, '$1') ?? value;
-      return [unquoted.toLowerCase()];
-    });
-}
-
-/**
- * The JSON text of a body read by `raw()`, decoded as UTF-8 whatever the request says (a
- * leading byte order mark is ignored, as RFC 8259 allows). An empty body is an empty object,
- * left to validation to refuse, as Express's json() parser did.
- */
-function parseJsonBody(req: Request, _res: Response, next: NextFunction): void {
-  const body: unknown = req.body;
-  if (!Buffer.isBuffer(body)) {
-    next();
-    return;
-  }
-  const text = body.toString('utf8');
-  try {
-    const parsed: unknown =
-      text.length === 0 ? {} : JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-    req.body = parsed;
-  } catch {
-    next(Object.assign(new Error('Invalid JSON'), { status: 400, type: 'entity.parse.failed' }));
-    return;
-  }
-  next();
-}
-
-function rejectInvalidUtf8(_req: unknown, _res: unknown, buffer: Buffer): void {
-  if (!isUtf8(buffer)) {
-    throw Object.assign(new Error('Request body is not valid UTF-8'), {
-      status: 400,
-      expose: true,
-    });
-  }
 }
