@@ -7,19 +7,26 @@ import {
   REQUEST_TIMEOUT_MESSAGE,
   VERSION_NOT_SUPPORTED_MESSAGE,
 } from './http-answers.js';
+import { statusOfRefusedVersion } from './request-line.js';
 
 /** What Node's HTTP parser refuses, by its error code: status and message (400 otherwise). */
 const PARSER_ERRORS: Record<string, [number, string]> = {
   HPE_HEADER_OVERFLOW: [431, HEAD_TOO_LARGE_MESSAGE],
   HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Chunk extensions are too large'],
-  HPE_INVALID_VERSION: [505, VERSION_NOT_SUPPORTED_MESSAGE],
-  // The HTTP/2 connection preface ("PRI * HTTP/2.0"): a client speaking HTTP/2 without TLS.
+  // The whole HTTP/2 connection preface ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", nothing else
+  // raises it): a client speaking HTTP/2 without TLS.
   HPE_PAUSED_H2_UPGRADE: [505, VERSION_NOT_SUPPORTED_MESSAGE],
   ERR_HTTP_REQUEST_TIMEOUT: [408, REQUEST_TIMEOUT_MESSAGE],
 };
 
 /** The answer to a request the parser refused. */
 function answerFor(error: ClientError): [number, string] {
+  if (error.code === 'HPE_INVALID_VERSION') {
+    // The same code for a version this service does not speak and for a garbled line.
+    return statusOfRefusedVersion(error.rawPacket, error.bytesParsed) === 505
+      ? [505, VERSION_NOT_SUPPORTED_MESSAGE]
+      : [400, MALFORMED_REQUEST_MESSAGE];
+  }
   return PARSER_ERRORS[error.code ?? ''] ?? [400, MALFORMED_REQUEST_MESSAGE];
 }
 
