@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppModule } from '../../src/app.module.js';
-import { ExpressHttpAdapter } from '../../src/common/express-http-adapter.js';
+import { ExpressHttpAdapter } from '../../src/platform/express-http-adapter.js';
 import { configureApp } from '../../src/app.setup.js';
 import { EventStreamService } from '../../src/events/event-stream.service.js';
 import { HttpDrainService } from '../../src/health/http-drain.service.js';
