@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { DetectorLease, RedisDetectorLease } from '../src/detector/detector-lease.js';
 import { redisEnv, startApp, uniqueRedisPrefix, useApp, type TestApp } from './support/app.js';
 import { TestDatabase } from './support/database.js';
-import { LogCapture, reconciliations, recordedChanges } from './support/detector.js';
+import { reconciled, recordedChanges } from './support/detector.js';
 import {
   apiMember,
   apiUser,
@@ -34,7 +34,6 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
   let redis: Redis;
   let monitor: Redis;
   let discord: FakeDiscord;
-  let logs: LogCapture;
   let prefix: string;
   let key: string;
   /** Every command on the lease key since the test began. */
@@ -102,7 +101,6 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
   };
 
   beforeAll(async () => {
-    logs = new LogCapture();
     server = await ThrowawayRedis.start();
     db = await TestDatabase.create();
     redis = new Redis(server.url);
@@ -132,7 +130,6 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
     await redis.quit();
     await db.drop();
     await server.kill();
-    logs.restore();
   });
 
   it('lets exactly one of two instances connect; when it stops, the other takes over', async () => {
@@ -205,7 +202,7 @@ describe('the gateway lease across instances (one Redis, one Discord)', () => {
   it('stops its client as soon as it finds the lease taken, and competes again', async () => {
     const app = await start();
     const first: GatewayConnection = await identified(0);
-    await waitFor('the first full view', () => reconciliations(logs.messages).length > 0);
+    await reconciled(app.url, 1);
     await redis.set(key, 'usurper', 'PX', HELD_BY_THE_TEST_MS);
     const from = commands.length;
     // The client closes while the usurper holds the lease, and the instance tries again but

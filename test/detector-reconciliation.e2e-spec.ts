@@ -12,10 +12,11 @@ import { PUBLISH_LOCK_KEY } from '../src/name-events/name-change-event.repositor
 import { uniqueRedisPrefix } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import {
-  logMessages,
-  reconciliations,
+  detectorFigures,
+  reconciled,
   recordedChanges,
   recordedEvents,
+  type DetectorFigures,
   type RecordedEvent,
 } from './support/detector.js';
 import { REDIS_URL } from './support/environment.js';
@@ -44,30 +45,12 @@ function serviceEnv(db: TestDatabase, discord: FakeDiscord, prefix: string, extr
     REDIS_KEY_PREFIX: prefix,
     DISCORD_TOKEN: TEST_DISCORD_TOKEN,
     DISCORD_API_URL: discord.apiUrl,
-    LOG_LEVEL: 'info',
     ...extra,
   };
 }
 
-/** Waits until `service` has logged `count` finished reconciliations; returns them. */
-async function reconciled(service: ServiceProcess, count: number, timeoutMs = 30_000) {
-  return waitFor(
-    `${count} reconciliation(s) in the service's log`,
-    () => {
-      const runs = reconciliations(logMessages(service));
-      return runs.length >= count && runs;
-    },
-    { timeoutMs, intervalMs: 50 },
-  );
-}
-
 async function detectorBacklog(service: ServiceProcess) {
-  const text = await (await fetch(`${service.url}/api/metrics`)).text();
-  const value = (queue: string) =>
-    Number(
-      new RegExp(`^name_history_detector_backlog{queue="${queue}"} (\\d+)$`, 'm').exec(text)?.[1],
-    );
-  return { live: value('live'), reconcile: value('reconcile') };
+  return (await detectorFigures(service.url)).backlog;
 }
 
 describe('changes made while the service was stopped', () => {
@@ -100,7 +83,7 @@ describe('changes made while the service was stopped', () => {
 
   it('are each recorded exactly once after it starts again, and never again', async () => {
     const first = await start();
-    await reconciled(first, 2);
+    await reconciled(first.url, 2);
     expect(await recordedEvents(db)).toEqual([]);
     expect(await first.stop('SIGTERM')).toEqual({ code: 0, signal: null });
 
@@ -111,8 +94,10 @@ describe('changes made while the service was stopped', () => {
     const restartedAt = new Date();
 
     const second = await start();
-    const runs = await reconciled(second, 2);
-    expect(runs.map((r) => r.changes).reduce((a, b) => a + b)).toBe(4);
+    expect(await reconciled(second.url, 2)).toMatchObject({
+      reconciliations: 2,
+      reconciledChanges: 4,
+    });
     const events = await recordedEvents(db);
     expect(events.map(({ userId, type, name }) => ({ userId, type, name }))).toEqual(
       expect.arrayContaining([
@@ -130,7 +115,10 @@ describe('changes made while the service was stopped', () => {
     expect(await second.stop('SIGTERM')).toEqual({ code: 0, signal: null });
 
     const third = await start();
-    expect((await reconciled(third, 2)).map((r) => r.changes)).toEqual([0, 0]);
+    expect(await reconciled(third.url, 2)).toMatchObject({
+      reconciliations: 2,
+      reconciledChanges: 0,
+    });
     expect(await recordedEvents(db)).toEqual(events);
   }, 120_000);
 });
@@ -159,9 +147,10 @@ describe('two instances, the lease holder killed', () => {
     await waitFor('one instance connected', () => discord.identifies[0]?.session, {
       timeoutMs: 20_000,
     });
-    const holder = await waitFor('the holder to reconcile', () =>
-      services.find((s) => reconciliations(logMessages(s)).length === 1),
-    );
+    const holder = await waitFor('the holder to reconcile', async () => {
+      const runs = await Promise.all(services.map((s) => detectorFigures(s.url)));
+      return services.find((_, i) => runs[i].reconciliations === 1);
+    });
     const other = services.find((s) => s !== holder)!;
 
     discord.changeMember(GUILD_A, ALICE.id, { nick: 'Ally' });
@@ -172,9 +161,9 @@ describe('two instances, the lease holder killed', () => {
     discord.changeUser(BOB.id, { username: 'bob2' });
     discord.changeMember(GUILD_A, ALICE.id, { nick: 'Alley' });
 
-    const [run] = await reconciled(other, 1);
+    const run = await reconciled(other.url, 1);
     expect(discord.identifies).toHaveLength(2);
-    expect(run).toMatchObject({ guildId: GUILD_A, members: 2, changes: 2 });
+    expect(run).toMatchObject({ reconciliations: 1, reconciledMembers: 2, reconciledChanges: 2 });
     // Found in the order of GUILD_CREATE's members; the change recorded live is not again.
     expect(await recordedChanges(db)).toEqual([
       { userId: ALICE.id, type: 'displayname', name: 'Ali' },
@@ -225,7 +214,7 @@ describe('a server of 5,000 members, in member chunks', () => {
 
   // The first sighting, which the other tests start from: each changes members of its own.
   let firstSighting: {
-    run: ReturnType<typeof reconciliations>[number];
+    run: DetectorFigures;
     events: RecordedEvent[];
     known: unknown[];
   };
@@ -237,13 +226,13 @@ describe('a server of 5,000 members, in member chunks', () => {
       memberRequestWindowMs: 2_000,
     });
     const service = await start();
-    const [run] = await reconciled(service, 1);
+    const run = await reconciled(service.url, 1);
     firstSighting = {
       run,
       events: await recordedEvents(db),
       known: await db.query('SELECT count(*)::int AS n FROM known_names'),
     };
-    figures.firstSighting = run.ms;
+    figures.firstSighting = Math.round(run.reconcileMs);
     await Promise.all(services.splice(0).map((s) => s.stop('SIGTERM')));
   }, 60_000);
 
@@ -260,7 +249,11 @@ describe('a server of 5,000 members, in member chunks', () => {
   });
 
   it('learns every member at the first sighting and records nothing', () => {
-    expect(firstSighting.run).toMatchObject({ guildId: BIG, members: 4_999, changes: 0 });
+    expect(firstSighting.run).toMatchObject({
+      reconciliations: 1,
+      reconciledMembers: 4_999,
+      reconciledChanges: 0,
+    });
     expect(firstSighting.events).toEqual([]);
     expect(firstSighting.known).toEqual([{ n: 4_999 * 3 }]);
   });
@@ -295,8 +288,11 @@ describe('a server of 5,000 members, in member chunks', () => {
     } finally {
       await lock.end();
     }
-    const [run] = await reconciled(service, 1);
-    expect(run).toMatchObject({ guildId: BIG, members: 4_999, changes: 50 });
+    expect(await reconciled(service.url, 1)).toMatchObject({
+      reconciliations: 1,
+      reconciledMembers: 4_999,
+      reconciledChanges: 50,
+    });
     await waitFor('the live change', async () => (await storedSince(before)).length === 51);
     const events = await storedSince(before);
     const live = events.find((e) => e.name === 'N 4998')!;
@@ -314,9 +310,13 @@ describe('a server of 5,000 members, in member chunks', () => {
     const requests = discord.memberRequests.length;
     const expected = changeFifty(50);
     const service = await start();
-    const [run] = await reconciled(service, 1);
-    expect(run).toMatchObject({ guildId: BIG, members: 4_999, changes: 50 });
-    figures.fiftyChanges = run.ms;
+    const run = await reconciled(service.url, 1);
+    expect(run).toMatchObject({
+      reconciliations: 1,
+      reconciledMembers: 4_999,
+      reconciledChanges: 50,
+    });
+    figures.fiftyChanges = Math.round(run.reconcileMs);
     const events = await storedSince(before);
     expect(events.map(({ userId, type, name }) => ({ userId, type, name }))).toEqual(expected);
     // One member list for the start (a request that met RATE_LIMITED would be asked again).

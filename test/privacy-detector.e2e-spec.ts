@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Clock } from '../src/detector/clock.js';
 import { useApp } from './support/app.js';
-import { knownNames, LogCapture, reconciliations } from './support/detector.js';
+import { knownNames, reconciled } from './support/detector.js';
 import { apiMember, apiUser, FakeDiscord, TEST_DISCORD_TOKEN } from './support/fake-discord.js';
-import { waitFor } from './support/ports.js';
 import { admin, ADMIN_TOKEN } from './support/privacy.js';
 
 const GUILD = '800000000000000001';
@@ -19,10 +18,8 @@ class FixedClock extends Clock {
 
 describe('the detector and opted-out users (Postgres, Redis, the gateway protocol)', () => {
   let discord: FakeDiscord;
-  let logs: LogCapture;
 
   beforeAll(async () => {
-    logs = new LogCapture();
     discord = await FakeDiscord.start({
       guilds: [{ id: GUILD, members: [apiMember(ALICE), apiMember(BOB)] }],
       heartbeatIntervalMs: 300,
@@ -39,12 +36,11 @@ describe('the detector and opted-out users (Postgres, Redis, the gateway protoco
   });
 
   beforeAll(async () => {
-    await waitFor('the server reconciled', () => reconciliations(logs.messages).length === 1);
+    await reconciled(fx.url, 1);
   });
 
   afterAll(async () => {
     await discord.close();
-    logs.restore();
   });
 
   it('records and remembers nothing of an opted-out user, and records them again once opted in', async () => {

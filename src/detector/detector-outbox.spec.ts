@@ -115,10 +115,10 @@ async function until(condition: () => boolean, timeoutMs = 3_000): Promise<void>
 
 /** What the outbox counted in `metrics`, by source. */
 async function counted(metrics: MetricsService) {
-  const bySource = async (counter: MetricsService['detectorChanges']) =>
-    Object.fromEntries(
-      (await counter.get()).values.map(({ labels, value }) => [labels.source, value]),
-    );
+  const bySource = async (counter: MetricsService['detectorChanges']) => {
+    const { values } = await counter.get();
+    return Object.fromEntries(values.map(({ labels, value }) => [String(labels.source), value]));
+  };
   const [failures] = (await metrics.detectorPublishFailures.get()).values;
   return {
     compared: await bySource(metrics.detectorMembersCompared),
