@@ -13,6 +13,7 @@ import { appClient, type AppClient } from './app-client.js';
 import { TestDatabase } from './database.js';
 import { LOG_LEVEL, REDIS_URL } from './environment.js';
 import { freePort } from './ports.js';
+import { START_TIMEOUT_MS } from './service-process.js';
 
 export interface TestApp {
   app: NestExpressApplication;
@@ -136,7 +137,8 @@ export function useApp(options: AppFixtureOptions = {}): AppFixture {
     env = { ...env, ...extra };
     if (options.fixedPort) port = await freePort();
     await start();
-  });
+    // The embedded database compiles its WebAssembly first: long on a loaded machine.
+  }, START_TIMEOUT_MS);
 
   afterAll(async () => {
     await Promise.all([...others].map((instance) => instance.close()));

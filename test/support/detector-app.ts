@@ -58,9 +58,10 @@ export function useDetectorApp(
       ...(typeof options.env === 'function' ? await options.env(db) : options.env),
     }),
   });
+  // Longer than `reconciled`'s own 30 s, so that its message says what did not happen.
   beforeAll(async () => {
     await reconciled(fx.url, world.guilds.length);
-  });
+  }, 45_000);
   afterAll(() => discord.close());
   return { fx, discord };
 }
