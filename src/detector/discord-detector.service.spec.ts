@@ -8,6 +8,7 @@ import {
   TEST_DISCORD_TOKEN,
   type FakeDiscordOptions,
 } from '../../test/support/fake-discord.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { Clock } from './clock.js';
 import { LocalDetectorLease } from './detector-lease.js';
 import type { DetectorOutbox } from './detector-outbox.js';
@@ -87,7 +88,7 @@ describe('DiscordDetectorService', () => {
       settings,
       new LocalDetectorLease(),
       new DiscordClientFactory(settings),
-      new NameChangeDetector(new Clock(), asOutbox),
+      new NameChangeDetector(new Clock(), asOutbox, new MetricsService()),
       new MemberListRequester(settings, asOutbox),
       asOutbox,
     );
