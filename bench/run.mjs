@@ -25,6 +25,7 @@ import {
   SIDES,
   medianOfRounds,
   renderMarkdown,
+  renderNotes,
   scenarioRecord,
   updateBenchmarksFile,
 } from './lib/report.mjs';
@@ -467,8 +468,11 @@ async function main() {
   }
 
   const elapsedS = Math.round((Date.now() - started) / 1000);
-  const markdown = renderMarkdown({ info, mode, records, scenarios, elapsedS, targets });
-  log(`\n${markdown}`);
+  const run = { info, mode, records, scenarios, elapsedS, targets };
+  const markdown = renderMarkdown(run);
+  const notes = renderNotes(run);
+  log(`\n${markdown}\n${notes.length ? `\n${notes.join('\n')}\n` : ''}`);
+  log('Every figure of every run is in the JSON lines (stdout, and `bench/results/*.jsonl`).');
 
   mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
   const stamp = info.date.replace(/[:.]/g, '-');

@@ -1,52 +1,28 @@
 import { ConfigService } from '@nestjs/config';
+import { Reflector } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import helmet from 'helmet';
-import express, { raw, type NextFunction, type Request, type Response } from 'express';
-import { isUtf8 } from 'node:buffer';
-import { fileURLToPath } from 'node:url';
 import { Logger, PinoLogger } from 'nestjs-pino';
 import { accessLog } from './common/access-log.js';
-import {
-  HttpExceptionFilter,
-  UNSUPPORTED_CHARSET_MESSAGE,
-  UNSUPPORTED_MEDIA_TYPE_MESSAGE,
-} from './common/http-exception.filter.js';
-import { LISTEN_ROUTE } from './common/logger.js';
-import {
-  answerHttpLayerWithJson,
-  carriesBody,
-  continueWhenBodyIsWanted,
-} from './common/malformed-requests.js';
+import { HttpExceptionFilter } from './common/http-exception.filter.js';
 import { KnownQueryKeysGuard } from './common/query-keys.guard.js';
+import { RouteTraitsGuard } from './common/route-traits.js';
+import { securityHeaders } from './common/security-headers.js';
 import { createValidationPipe } from './common/validation.js';
-import { serveOpenApi } from './openapi/openapi.js';
 import type { AppConfig } from './config/configuration.js';
+import { serveOpenApi } from './openapi/openapi.js';
+import { servePageOutsideApi } from './page/live-page.js';
+import { answerHttpLayerWithJson } from './platform/http-layer.js';
+import { jsonBodies } from './platform/json-body.js';
 
 export const API_PREFIX = 'api';
 /** Request bodies: 16 KiB. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
-const LISTEN_PATH = `/${API_PREFIX}/${LISTEN_ROUTE}`;
-const HEALTH_PATH = `/${API_PREFIX}/health`;
-
-/** The live page (issue 8): beside this module, in src/ under jest and in dist/ once built. */
-export const PUBLIC_DIR = fileURLToPath(new URL('public/', import.meta.url));
-
-/** The page loads only its own files and talks only to this origin: no inline code at all. */
-const PAGE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
 
 /**
- * Everything an application needs besides its modules: the logger, the prefix, the body
- * parser, validation and the error contract. `main.ts` and the tests both call it, so the
- * tests drive the same application that runs in production.
+ * Everything an application needs besides its modules, in the order a request meets it.
+ * `main.ts` and the tests both call it, so the tests drive the same application that runs in
+ * production. What adapts Express, Node's HTTP server or Nest is in src/platform (its README
+ * says what each adaptation is worth).
  */
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   const http = app.get<ConfigService<AppConfig, true>>(ConfigService).get('http', { infer: true });
@@ -56,37 +32,14 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   // API answers are small and never revalidated: hashing each body for an ETag is wasted work
   // (the page's static files keep theirs).
   app.disable('etag');
-  answerHttpLayerWithJson(app, { ...http, bodyLimitBytes: BODY_LIMIT_BYTES });
-  // Every request the application serves but the probes and the streams (which log their own
-  // open and close); what the HTTP layer refuses above is not the application's to log.
-  app.use(
-    accessLog(PinoLogger.root, (path) => path.startsWith(HEALTH_PATH) || path === LISTEN_PATH),
-  );
   app.set('query parser', 'simple');
   app.set('trust proxy', http.trustProxy);
-  // Not on the stream: its clients are EventSource readers, not documents, and every header
-  // is held for the life of a connection. The JSON routes get API_SECURITY_HEADERS; helmet's
-  // document policies are for what a browser renders: the page and Swagger UI.
-  const securityHeaders = helmet();
-  // Swagger UI over plain HTTP (an internal host name, a port-forward): helmet's
-  // `upgrade-insecure-requests` would make the browser fetch its scripts and styles over
-  // https, which nothing serves, and the page would stay blank. Over HTTPS it stays.
-  const docsOverHttpHeaders = helmet({
-    contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
-  });
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    if (req.path === LISTEN_PATH) return next();
-    if (isDocsPath(req.path)) {
-      return (req.secure ? securityHeaders : docsOverHttpHeaders)(req, res, next);
-    }
-    if (isApiPath(req.path)) {
-      res.setHeaders(API_SECURITY_HEADERS);
-      return next();
-    }
-    return securityHeaders(req, res, next);
-  });
-  // The live page, after helmet so it gets its headers too, with a stricter CSP of its own.
-  app.use(servePageOutsideApi());
+  // What Node's HTTP layer refuses never reaches the application, nor its access log.
+  answerHttpLayerWithJson(app, http);
+  app.use(accessLog(PinoLogger.root));
+  app.use(securityHeaders(API_PREFIX));
+  // After the security headers, so the page gets them too (with a stricter CSP of its own).
+  app.use(servePageOutsideApi(API_PREFIX));
   if (http.corsOrigins) {
     app.enableCors({
       origin: http.corsOrigins,
@@ -96,142 +49,11 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
       maxAge: 600,
     });
   }
-  app.use(requireJsonContentType);
-  app.use(continueWhenBodyIsWanted(BODY_LIMIT_BYTES));
-  // The bytes as they came, never decoded in a declared charset: JSON here is UTF-8.
-  app.use(
-    raw({ limit: BODY_LIMIT_BYTES, type: 'application/json', verify: rejectInvalidUtf8 }),
-    parseJsonBody,
-  );
-  app.useGlobalGuards(new KnownQueryKeysGuard());
+  app.use(...jsonBodies(BODY_LIMIT_BYTES));
+  // First the traits routes declare (@NoAccessLog(), @StreamRoute()…), then the query keys.
+  app.useGlobalGuards(new RouteTraitsGuard(app.get(Reflector)), new KnownQueryKeysGuard());
   app.useGlobalPipes(createValidationPipe());
   serveOpenApi(app);
   app.useGlobalFilters(new HttpExceptionFilter());
   return app;
-}
-
-/**
- * The security headers that matter for a JSON API (OWASP's REST security cheat sheet): the
- * answer is never a document, never framed and never sniffed as something else; HTTPS once
- * seen. One precomputed set: helmet's thirteen middlewares, with document policies a JSON
- * answer does not need, cost a measurable share of a history read (BENCHMARKS.md).
- */
-const API_SECURITY_HEADERS = new Map([
-  ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
-  ['Strict-Transport-Security', 'max-age=31536000; includeSubDomains'],
-  ['X-Content-Type-Options', 'nosniff'],
-  ['X-Frame-Options', 'DENY'],
-  ['Cross-Origin-Resource-Policy', 'same-origin'],
-  ['Referrer-Policy', 'no-referrer'],
-]);
-
-/** Under the API prefix (the router matches it case-insensitively too). */
-function isApiPath(path: string): boolean {
-  const prefix = path.slice(0, API_PREFIX.length + 2).toLowerCase();
-  return prefix === `/${API_PREFIX}` || prefix === `/${API_PREFIX}/`;
-}
-
-/** Swagger UI's page and files (matched as the router matches: case-insensitively). */
-function isDocsPath(path: string): boolean {
-  const lower = path.toLowerCase();
-  return lower === `/${API_PREFIX}/docs` || lower.startsWith(`/${API_PREFIX}/docs/`);
-}
-
-/**
- * Outside /api only the page's files exist; anything else there gets the contract's JSON 404
- * (Nest's own not-found handler covers only its prefix). API requests skip the file lookup
- * altogether: a stat() per history read cost a measurable share of its time.
- */
-function servePageOutsideApi() {
-  const page = express.static(PUBLIC_DIR, {
-    index: 'index.html',
-    dotfiles: 'ignore',
-    redirect: false,
-    setHeaders: (res) => {
-      // No build step, so no hashed names: revalidate every time (ETag makes that cheap).
-      res.setHeader('Cache-Control', 'no-cache');
-      res.setHeader('Content-Security-Policy', PAGE_CSP);
-    },
-  });
-  const apiPath = `/${API_PREFIX}`;
-  return (req: Request, res: Response, next: NextFunction): void => {
-    if (req.path === apiPath || req.path.startsWith(`${apiPath}/`)) {
-      next();
-      return;
-    }
-    page(req, res, () => {
-      res.status(404).json({ message: `Cannot ${req.method} ${req.path}`, code: 404 });
-    });
-  };
-}
-
-/**
- * A request that carries a body must say it is JSON, and JSON here is UTF-8 (RFC 8259): any
- * other type, or a charset other than utf-8 declared anywhere in the header, is a 415.
- */
-function requireJsonContentType(req: Request, res: Response, next: NextFunction): void {
-  if (!carriesBody(req)) {
-    next();
-    return;
-  }
-  if (!req.is('application/json')) {
-    res.status(415).json({ message: UNSUPPORTED_MEDIA_TYPE_MESSAGE, code: 415 });
-    return;
-  }
-  if (declaredCharsets(req.headers['content-type'] ?? '').some((charset) => charset !== 'utf-8')) {
-    res.status(415).json({ message: UNSUPPORTED_CHARSET_MESSAGE, code: 415 });
-    return;
-  }
-  next();
-}
-
-/**
- * Every `charset` parameter of a Content-Type, lower-cased and unquoted. Split on every ';',
- * even one inside a quoted value: that can only find more charsets than there are, never
- * fewer, and a doubtful header is refused rather than guessed at.
- */
-function declaredCharsets(contentType: string): string[] {
-  return contentType
-    .split(';')
-    .slice(1)
-    .flatMap((parameter) => {
-      const equals = parameter.indexOf('=');
-      const name = (equals === -1 ? parameter : parameter.slice(0, equals)).trim().toLowerCase();
-      if (name !== 'charset') return [];
-      const value = equals === -1 ? '' : parameter.slice(equals + 1).trim();
-      const unquoted = /^"(.*)"$/s.exec(value)?.[1]?.replace(/\\(.)/gs, '$1') ?? value;
-      return [unquoted.toLowerCase()];
-    });
-}
-
-/**
- * The JSON text of a body read by `raw()`, decoded as UTF-8 whatever the request says (a
- * leading byte order mark is ignored, as RFC 8259 allows). An empty body is an empty object,
- * left to validation to refuse, as Express's json() parser did.
- */
-function parseJsonBody(req: Request, _res: Response, next: NextFunction): void {
-  const body: unknown = req.body;
-  if (!Buffer.isBuffer(body)) {
-    next();
-    return;
-  }
-  const text = body.toString('utf8');
-  try {
-    const parsed: unknown =
-      text.length === 0 ? {} : JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-    req.body = parsed;
-  } catch {
-    next(Object.assign(new Error('Invalid JSON'), { status: 400, type: 'entity.parse.failed' }));
-    return;
-  }
-  next();
-}
-
-function rejectInvalidUtf8(_req: unknown, _res: unknown, buffer: Buffer): void {
-  if (!isUtf8(buffer)) {
-    throw Object.assign(new Error('Request body is not valid UTF-8'), {
-      status: 400,
-      expose: true,
-    });
-  }
 }

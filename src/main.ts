@@ -5,7 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { existsSync } from 'node:fs';
 import { AppModule } from './app.module.js';
-import { ExpressHttpAdapter } from './common/express-http-adapter.js';
+import { ExpressHttpAdapter } from './platform/express-http-adapter.js';
 import { configureApp } from './app.setup.js';
 import type { AppConfig } from './config/configuration.js';
 import { ConfigurationError } from './config/load-configuration.js';

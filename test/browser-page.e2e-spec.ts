@@ -3,7 +3,6 @@ import { fileURLToPath } from 'node:url';
 import { useApp } from './support/app.js';
 import {
   ARTIFACTS,
-  DOCS_HOST,
   historyRows,
   lookUp,
   useBrowser,
@@ -11,81 +10,20 @@ import {
   waitForState,
 } from './support/browser.js';
 import { nameEvent, uniqueUserId, type NameEventBody } from './support/events.js';
-import { http } from './support/http.js';
 
 /**
- * The page itself in Chromium, against the real application: what is served, the history
- * lookup, the keyboard and a phone, and how it looks. `UPDATE_README_SCREENSHOT=1` also
- * refreshes docs/screenshot.png.
+ * The page itself in Chromium, against the real application: the history lookup, the
+ * keyboard and a phone, how it looks, and a failing service. What is served:
+ * page-files; the live feed: browser-feed; Swagger UI: browser-swagger.
+ * `UPDATE_README_SCREENSHOT=1` also refreshes docs/screenshot.png.
  */
 
 const README_SCREENSHOT = fileURLToPath(new URL('../docs/screenshot.png', import.meta.url));
 const HOSTILE = '<img src=x onerror=alert(1)>';
-/** helmet's default policy, and the same without `upgrade-insecure-requests`. */
-const HELMET_POLICY_OVER_HTTP =
-  "default-src 'self';base-uri 'self';font-src 'self' https: data:;form-action 'self';" +
-  "frame-ancestors 'self';img-src 'self' data:;object-src 'none';script-src 'self';" +
-  "script-src-attr 'none';style-src 'self' https: 'unsafe-inline'";
-const HELMET_POLICY = `${HELMET_POLICY_OVER_HTTP};upgrade-insecure-requests`;
-/** The JSON routes' policy. */
-const API_POLICY = "default-src 'none'; frame-ancestors 'none'";
-
 const browser = useBrowser();
 
 describe('the page, in Chromium, on PostgreSQL and Redis', () => {
   const fx = useApp({ env: { SSE_RETRY_MS: '300', SSE_KEEPALIVE_MS: '1000' } });
-
-  it('serves the page and its files at / and keeps the JSON 404 for everything else', async () => {
-    const index = await http(`${fx.url}/`);
-    expect(index.status).toBe(200);
-    expect(index.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    // A CSP of the page's own (no inline code, this origin only); helmet's other headers stay.
-    expect(index.headers.get('content-security-policy')).toBe(
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
-        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-    );
-    expect(index.headers.get('x-content-type-options')).toBe('nosniff');
-    expect(index.headers.get('x-frame-options')).toBe('SAMEORIGIN');
-    expect(index.headers.get('cache-control')).toBe('no-cache');
-    expect(index.headers.get('etag')).toBeTruthy();
-    expect(index.text).toContain('<script type="module" src="app.js"></script>');
-    expect(index.text).not.toMatch(/<script>|<style|style=|\son[a-z]+=/);
-
-    for (const [path, type] of [
-      ['/app.js', 'text/javascript; charset=utf-8'],
-      ['/app.css', 'text/css; charset=utf-8'],
-      ['/favicon.svg', 'image/svg+xml'],
-    ]) {
-      const res = await http(`${fx.url}${path}`);
-      expect([path, res.status, res.headers.get('content-type')]).toEqual([path, 200, type]);
-    }
-
-    for (const path of ['/api/nope', '/api', '/api/', '/api/index.html', '/api/app.js']) {
-      const res = await http(`${fx.url}${path}`);
-      expect(res.status).toBe(404);
-      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
-      expect(res.body).toEqual({ message: `Cannot GET ${path}`, code: 404 });
-    }
-    // Nothing else is served: no other file, no dotfile, no other method on the page.
-    for (const [method, path] of [
-      ['GET', '/nope.js'],
-      ['GET', '/public/app.js'],
-      ['GET', '/.env'],
-      ['GET', '/../package.json'],
-      ['POST', '/'],
-    ]) {
-      expect([method, path, (await http(`${fx.url}${path}`, { method })).status]).toEqual([
-        method,
-        path,
-        404,
-      ]);
-    }
-
-    // The API itself is untouched.
-    const nobody = uniqueUserId('nobody');
-    const history = await fx.history(nobody);
-    expect(history.body).toEqual({ userId: nobody, prevnames: [], code: 200 });
-  });
 
   it('looks up a history as a table in order, with a plain empty state', async () => {
     const p = await browser.openPage(fx.url);
@@ -252,41 +190,5 @@ describe('the page when the service is failing', () => {
       'Internal server error (code 500)',
     ]);
     await waitForState(p, 'down');
-  });
-});
-
-describe('Swagger UI over plain HTTP, at a host name other than localhost', () => {
-  // Behind a proxy that says when the client used HTTPS.
-  const fx = useApp({ env: { TRUST_PROXY: 'loopback' } });
-
-  it('renders the API, with no request upgraded to https', async () => {
-    const url = new URL('/api/docs', fx.url);
-    url.hostname = DOCS_HOST;
-    const p = await browser.openPage(url.toString());
-    await p.locator('.swagger-ui .info .title').waitFor({ timeout: 10_000 });
-    expect(await p.locator('.swagger-ui .info .title').textContent()).toContain(
-      'Name history service',
-    );
-    await p.locator('.opblock-summary-path[data-path="/api/webhooks/prevnames/listen"]').waitFor();
-    const paths = await p.locator('.opblock-summary-path').all();
-    expect(await Promise.all(paths.map((path) => path.getAttribute('data-path')))).toEqual(
-      expect.arrayContaining([
-        '/api/users/{userId}/prevnames',
-        '/api/webhooks/prevnames/listen',
-        '/api/webhooks/prevnames',
-      ]),
-    );
-  });
-
-  it('keeps the strict policy everywhere else, and on the docs over HTTPS', async () => {
-    const policy = async (path: string, headers: Record<string, string> = {}) =>
-      (await http(`${fx.url}${path}`, { headers })).headers.get('content-security-policy');
-    expect(await policy('/api/docs')).toBe(HELMET_POLICY_OVER_HTTP);
-    expect(await policy('/api/docs/swagger-ui-init.js')).toBe(HELMET_POLICY_OVER_HTTP);
-    expect(await policy('/API/Docs')).toBe(HELMET_POLICY_OVER_HTTP);
-    expect(await policy('/api/docs', { 'X-Forwarded-Proto': 'https' })).toBe(HELMET_POLICY);
-    // The JSON routes: no document at all.
-    expect(await policy('/api/users/someone/prevnames')).toBe(API_POLICY);
-    expect(await policy('/api/health/live')).toBe(API_POLICY);
   });
 });

@@ -13,18 +13,15 @@ import { waitFor } from './support/ports.js';
 import { spyOnEachTest } from './support/process-spies.js';
 import { sentinelArrived } from './support/sentinel.js';
 import { dataInIdOrder, opening } from './support/sse.js';
-import { TcpProxy } from './support/tcp-proxy.js';
+import { proxiedDatabase, type TcpProxy } from './support/tcp-proxy.js';
 
 describe('faults: Postgres down and back (a TCP proxy in front of it, cut and restored)', () => {
   let proxy: TcpProxy;
   const fx = useApp({
     env: async (db) => {
-      const direct = new URL(db!.url);
-      proxy = await TcpProxy.start({ host: direct.hostname, port: Number(direct.port || 5432) });
-      const viaProxy = new URL(db!.url);
-      viaProxy.hostname = '127.0.0.1';
-      viaProxy.port = String(proxy.port);
-      return { DATABASE_URL: viaProxy.toString() };
+      const proxied = await proxiedDatabase(db!.url);
+      proxy = proxied.proxy;
+      return { DATABASE_URL: proxied.url };
     },
   });
   afterAll(() => proxy?.close());

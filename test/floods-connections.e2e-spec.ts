@@ -5,7 +5,7 @@ import { useApp } from './support/app.js';
 import { REDIS_URL } from './support/environment.js';
 import { waitFor } from './support/ports.js';
 import { collectGarbage, spyOnEachTest } from './support/process-spies.js';
-import { rawCommand } from './support/redis-server.js';
+import { rawCommand } from './support/redis-protocol.js';
 
 const LISTEN_REQUEST = `GET ${LISTEN} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n`;
 

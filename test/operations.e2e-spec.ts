@@ -89,6 +89,15 @@ describe('operations and security', () => {
       expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     });
 
+    it('sends none of them on the stream, which declares it is no JSON answer', async () => {
+      const stream = await fx.listen();
+      expect(stream.status).toBe(200);
+      const none = Object.fromEntries(SECURITY_HEADERS.map((name) => [name, null]));
+      expect(
+        Object.fromEntries(SECURITY_HEADERS.map((name) => [name, stream.headers[name] ?? null])),
+      ).toEqual(none);
+    });
+
     it('echoes a sane X-Request-Id', async () => {
       const res = await http(`${fx.url}/api/users/1/prevnames`, {
         headers: { 'x-request-id': 'trace-42' },

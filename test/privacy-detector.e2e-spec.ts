@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Clock } from '../src/detector/clock.js';
-import { useApp } from './support/app.js';
-import { knownNames, LogCapture, reconciliations } from './support/detector.js';
-import { apiMember, apiUser, FakeDiscord, TEST_DISCORD_TOKEN } from './support/fake-discord.js';
-import { waitFor } from './support/ports.js';
+import { knownNames } from './support/detector.js';
+import { useDetectorApp } from './support/detector-app.js';
+import { apiMember, apiUser } from './support/fake-discord.js';
 import { admin, ADMIN_TOKEN } from './support/privacy.js';
 
 const GUILD = '800000000000000001';
@@ -18,34 +17,16 @@ class FixedClock extends Clock {
 }
 
 describe('the detector and opted-out users (Postgres, Redis, the gateway protocol)', () => {
-  let discord: FakeDiscord;
-  let logs: LogCapture;
-
-  beforeAll(async () => {
-    logs = new LogCapture();
-    discord = await FakeDiscord.start({
+  const { fx, discord } = useDetectorApp(
+    {
       guilds: [{ id: GUILD, members: [apiMember(ALICE), apiMember(BOB)] }],
       heartbeatIntervalMs: 300,
-    });
-  });
-
-  const fx = useApp({
-    env: () => ({
-      DISCORD_TOKEN: TEST_DISCORD_TOKEN,
-      DISCORD_API_URL: discord.apiUrl,
-      ADMIN_TOKEN,
-    }),
-    customize: (builder) => builder.overrideProvider(Clock).useValue(new FixedClock()),
-  });
-
-  beforeAll(async () => {
-    await waitFor('the server reconciled', () => reconciliations(logs.messages).length === 1);
-  });
-
-  afterAll(async () => {
-    await discord.close();
-    logs.restore();
-  });
+    },
+    {
+      env: { ADMIN_TOKEN },
+      customize: (builder) => builder.overrideProvider(Clock).useValue(new FixedClock()),
+    },
+  );
 
   it('records and remembers nothing of an opted-out user, and records them again once opted in', async () => {
     const optOut = await admin(fx.url, 'PUT', `${ALICE.id}/opt-out`);

@@ -7,7 +7,7 @@ import { EventSourceClient } from './support/event-source-client.js';
 import { http } from './support/http.js';
 import { KeepAliveClient, type Outcome } from './support/keep-alive-client.js';
 import { waitFor } from './support/ports.js';
-import { RedisSentinelGroup } from './support/redis-server.js';
+import { RedisSentinelGroup } from './support/redis-sentinel.js';
 import { ensureBuilt, ServiceProcess } from './support/service-process.js';
 
 const LISTEN = '/api/webhooks/prevnames/listen';

@@ -199,9 +199,13 @@ function runNotes(record) {
   return notes;
 }
 
+const MODE_NAMES = { full: 'Full run', quick: 'Quick run (--quick)', soak: 'Soak run (--soak)' };
+
 /**
- * The run's one table: every scenario and figure, each side's value, service ÷ each other
- * side, the target and whether it is met. Only the columns of the sides in this run.
+ * The run's block of BENCHMARKS.md: one line naming the run and the machine, then the one
+ * table: every scenario and figure, each side's value, service ÷ each other side, the target
+ * and whether it is met. Only the columns of the sides in this run. What the run's figures
+ * need said besides (rounds, caps, errors, disturbance) is in `renderNotes`.
  */
 export function renderMarkdown({ info, mode, records, scenarios, elapsedS, targets }) {
   const sides = SIDES.filter((s) => targets.some((t) => t.name === s.name));
@@ -209,13 +213,10 @@ export function renderMarkdown({ info, mode, records, scenarios, elapsedS, targe
   const hasService = sides.some((s) => s.name === 'service');
   const lines = [];
   lines.push(
-    `### ${mode === 'full' ? 'Full run' : mode === 'quick' ? 'Quick run (--quick)' : 'Soak run (--soak)'}, ${info.date.slice(0, 10)}`,
-  );
-  lines.push('');
-  lines.push(
-    `Machine: ${info.cpus} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, Linux ${info.kernel}, Node ${info.node}, ` +
+    `${MODE_NAMES[mode]}, ${info.date.slice(0, 10)}, commit ${info.commit}, ${elapsedS} s. ` +
+      `Machine: ${info.cpus} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, Linux ${info.kernel}, Node ${info.node}, ` +
       `Postgres ${info.postgres} (synchronous_commit ${info.synchronousCommit}), Redis ${info.redis}, ` +
-      `fd limit ${info.fdLimit}. Commit ${info.commit}. Run time ${elapsedS} s. Sides: ` +
+      `fd limit ${info.fdLimit}. Sides: ` +
       `${targets.map((t) => `${t.name} = ${t.display}`).join('; ')}.`,
   );
   lines.push('');
@@ -232,7 +233,6 @@ export function renderMarkdown({ info, mode, records, scenarios, elapsedS, targe
   header.push('Target', 'Met');
   align.push('---', '---');
   lines.push(`| ${header.join(' | ')} |`, `| ${align.join(' | ')} |`);
-  const notes = [];
   for (const record of records) {
     const scenario = scenarios.find((s) => s.name === record.scenario);
     scenario.metrics.forEach((metric, i) => {
@@ -251,20 +251,21 @@ export function renderMarkdown({ info, mode, records, scenarios, elapsedS, targe
       row.push(t?.target ?? '', t ? (t.met === null ? '–' : t.met ? 'met' : '**missed**') : '');
       lines.push(`| ${row.join(' | ')} |`);
     });
-    notes.push(...runNotes(record));
   }
+  return lines.join('\n');
+}
+
+/**
+ * What the table's figures need said besides, one line each, for the console: each round's
+ * values where a figure is a median, listener counts capped by the descriptor limit, errors,
+ * runs other processes disturbed, sides skipped.
+ */
+export function renderNotes({ records, targets }) {
+  const notes = records.flatMap(runNotes);
   for (const t of targets.filter((x) => x.skipped)) {
     notes.push(`- ${t.name}: skipped: ${t.skipped}.`);
   }
-  if (notes.length) {
-    lines.push('');
-    lines.push(...notes);
-  }
-  lines.push('');
-  lines.push(
-    'Every figure of every run is in the JSON lines (stdout, and `bench/results/*.jsonl`).',
-  );
-  return lines.join('\n');
+  return notes;
 }
 
 /** Foreign CPU (% of one core) above which a run is flagged as disturbed. */

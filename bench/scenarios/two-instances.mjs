@@ -29,7 +29,7 @@ export const twoInstances = {
     },
     { key: 'exactlyOnce', label: 'exactly once, both runs', unit: '', better: 'true' },
     // What bounds the scaling: a machine already busy with one instance has no core left
-    // for a second one (BENCHMARKS.md, "Two instances").
+    // for a second one (BENCHMARKS.md, "What each figure means").
     {
       key: 'oneMachineBusyPct',
       label: 'one instance: machine CPU busy (all cores)',

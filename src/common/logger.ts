@@ -3,9 +3,6 @@ import type { IncomingMessage } from 'node:http';
 import type { Params } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 
-/** The SSE route, relative to the global prefix. */
-export const LISTEN_ROUTE = 'webhooks/prevnames/listen';
-
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The request's id: the caller's `X-Request-Id` when it is a sane one, else a new one. */

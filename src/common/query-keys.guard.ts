@@ -1,10 +1,6 @@
 import { BadRequestException, type CanActivate, type ExecutionContext } from '@nestjs/common';
-import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants.js';
-import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum.js';
 import type { Request } from 'express';
-
-/** The query keys a handler takes: a DTO (validated, whitelisted, by the pipe) or names. */
-type QueryKeys = { dto: true } | { dto: false; names: ReadonlySet<string> };
+import { queryParamsOf, type QueryParams } from '../platform/route-params.js';
 
 /**
  * Every route refuses a query key it does not take, with the message the validation pipe
@@ -14,7 +10,7 @@ type QueryKeys = { dto: true } | { dto: false; names: ReadonlySet<string> };
  * @nestjs/swagger does to document them.
  */
 export class KnownQueryKeysGuard implements CanActivate {
-  private readonly byHandler = new WeakMap<object, QueryKeys>();
+  private readonly byHandler = new WeakMap<object, QueryParams>();
 
   canActivate(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return true;
@@ -30,18 +26,11 @@ export class KnownQueryKeysGuard implements CanActivate {
     return true;
   }
 
-  private keysOf(context: ExecutionContext): QueryKeys {
+  private keysOf(context: ExecutionContext): QueryParams {
     const handler = context.getHandler();
     let keys = this.byHandler.get(handler);
     if (!keys) {
-      const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, context.getClass(), handler.name) ??
-        {}) as Record<string, { data?: unknown }>;
-      const queries = Object.entries(args)
-        .filter(([key]) => Number(key.split(':')[0]) === Number(RouteParamtypes.QUERY))
-        .map(([, arg]) => arg.data);
-      keys = queries.some((data) => typeof data !== 'string')
-        ? { dto: true }
-        : { dto: false, names: new Set(queries as string[]) };
+      keys = queryParamsOf(context.getClass(), handler.name);
       this.byHandler.set(handler, keys);
     }
     return keys;

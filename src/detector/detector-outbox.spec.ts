@@ -121,12 +121,27 @@ async function until(condition: () => boolean, timeoutMs = 3_000): Promise<void>
   }
 }
 
+/** What the outbox counted in `metrics`, by source. */
+async function counted(metrics: MetricsService) {
+  const bySource = async (counter: MetricsService['detectorChanges']) => {
+    const { values } = await counter.get();
+    return Object.fromEntries(values.map(({ labels, value }) => [String(labels.source), value]));
+  };
+  const [failures] = (await metrics.detectorPublishFailures.get()).values;
+  return {
+    compared: await bySource(metrics.detectorMembersCompared),
+    changes: await bySource(metrics.detectorChanges),
+    failures: failures.value,
+  };
+}
+
 describe('DetectorOutbox', () => {
   let settings: DetectorSettings;
   let known: MemoryKnownNames;
   let logs: string[];
   let warnings: string[];
   let errors: string[];
+  let metrics: MetricsService;
   const outboxes: DetectorOutbox[] = [];
 
   function outbox(
@@ -139,7 +154,7 @@ describe('DetectorOutbox', () => {
       publisher as unknown as NameEventsService,
       known as unknown as KnownNamesRepository,
       { ...settings, ...overrides },
-      new MetricsService(),
+      metrics,
     );
     outboxes.push(created);
     return created;
@@ -159,6 +174,7 @@ describe('DetectorOutbox', () => {
       publishRetryMaxMs: 100,
     };
     known = new MemoryKnownNames();
+    metrics = new MetricsService();
     logs = [];
     warnings = [];
     errors = [];
@@ -214,6 +230,11 @@ describe('DetectorOutbox', () => {
     expect(known.reads).toEqual([[id(1), id(2)], [id(4)], [id(9)], [id(3), id(5)]]);
     expect(publisher.names()).toEqual(['u4']);
     expect(done[0]).toMatchObject({ members: 5, changes: 0 });
+    expect(await counted(metrics)).toEqual({
+      compared: { live: 2, reconciliation: 5 },
+      changes: { live: 1, reconciliation: 0 },
+      failures: 0,
+    });
   });
 
   it('counts the changes of a full view, and finishes it once complete and compared', async () => {
@@ -229,6 +250,10 @@ describe('DetectorOutbox', () => {
     run.complete();
     await until(() => done.length === 1);
     expect(done[0]).toMatchObject({ guildId: GUILD, members: 4, changes: 2 });
+    expect(await counted(metrics)).toMatchObject({
+      compared: { reconciliation: 4 },
+      changes: { reconciliation: 2 },
+    });
     expect(publisher.names()).toEqual(['old2', 'old3']);
     expect(logs).toEqual([
       `Recorded a username change of user ${id(2)} as event 1 (found by reconciliation); no listener connected`,
@@ -259,6 +284,7 @@ describe('DetectorOutbox', () => {
     expect(logs).toEqual([
       `Recorded a username change of user ${id(1)} as event 1; sent to 1 instance(s) with listeners`,
     ]);
+    expect(await counted(metrics)).toMatchObject({ changes: { live: 1 }, failures: 3 });
   });
 
   it('after a broadcast failure sends the committed changes again, without comparing again', async () => {

@@ -59,7 +59,7 @@ export class DetectorOutbox {
     private readonly nameEvents: NameEventsService,
     private readonly knownNames: KnownNamesRepository,
     @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
-    metrics: MetricsService,
+    private readonly metrics: MetricsService,
   ) {
     // Waiting or under way: 0 on both means every observation received has been compared.
     metrics.onCollect(() => {
@@ -244,6 +244,7 @@ export class DetectorOutbox {
       } catch (error) {
         if (error instanceof BusUnavailableError && comparison) committed = comparison;
         failures += 1;
+        this.metrics.detectorPublishFailures.inc();
         const wait = Math.min(
           this.settings.publishRetryMs * 2 ** (failures - 1),
           this.settings.publishRetryMaxMs,
@@ -281,6 +282,13 @@ export class DetectorOutbox {
     for (const { run } of batch) {
       if (run) comparedByRun.set(run, (comparedByRun.get(run) ?? 0) + 1);
     }
+    const reconciled = batch.filter((item) => item.run).length;
+    const found = comparison.changes.filter((change) => batch[change.source].run).length;
+    const { detectorMembersCompared: compared, detectorChanges: changes } = this.metrics;
+    compared.inc({ source: 'reconciliation' }, reconciled);
+    compared.inc({ source: 'live' }, batch.length - reconciled);
+    changes.inc({ source: 'reconciliation' }, found);
+    changes.inc({ source: 'live' }, comparison.changes.length - found);
     for (const [run, count] of comparedByRun) run.compared(count, changesByRun.get(run) ?? 0);
   }
 }

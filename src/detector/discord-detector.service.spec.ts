@@ -8,6 +8,7 @@ import {
   TEST_DISCORD_TOKEN,
   type FakeDiscordOptions,
 } from '../../test/support/fake-discord.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { Clock } from './clock.js';
 import { LocalLeases } from '../redis/local-leases.js';
 import type { DetectorOutbox } from './detector-outbox.js';
@@ -84,7 +85,7 @@ describe('DiscordDetectorService', () => {
       settings,
       new LocalLeases(),
       new DiscordClientFactory(settings),
-      new NameChangeDetector(new Clock(), asOutbox),
+      new NameChangeDetector(new Clock(), asOutbox, new MetricsService()),
       new MemberListRequester(settings, asOutbox),
       asOutbox,
     );

@@ -8,6 +8,7 @@ import {
   manyMembers,
   TEST_DISCORD_TOKEN,
 } from '../../test/support/fake-discord.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import type { Clock } from './clock.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings } from './detector.settings.js';
@@ -29,6 +30,8 @@ const fixedClock: Clock = { now: () => new Date(AT) };
 class RecordingOutbox {
   readonly live: MemberObservation[] = [];
   readonly fullViews: { guildId: string; userIds: string[] }[] = [];
+  /** The runs the full views belong to, each once. */
+  readonly runs = new Set<ReconciliationRun>();
 
   observeLive(observations: readonly MemberObservation[]): void {
     this.live.push(...observations);
@@ -36,6 +39,7 @@ class RecordingOutbox {
 
   observeFullView(observations: readonly MemberObservation[], run: ReconciliationRun): void {
     this.fullViews.push({ guildId: run.guildId, userIds: observations.map((o) => o.userId) });
+    this.runs.add(run);
     run.arrived(observations.length);
     run.compared(observations.length, 0);
   }
@@ -54,14 +58,12 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
   let client: Client;
   let outbox: RecordingOutbox;
   let stop: () => void;
-  let logs: string[];
+  let metrics: MetricsService;
   const large = manyMembers(60, 710000000000000000n, 'member');
 
   beforeEach(async () => {
-    logs = [];
-    jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => {
-      logs.push(String(message));
-    });
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    metrics = new MetricsService();
     discord = await FakeDiscord.start({
       shardCount: 2,
       guilds: [
@@ -85,7 +87,8 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
       }),
     }).create();
     outbox = new RecordingOutbox();
-    stop = new NameChangeDetector(fixedClock, outbox as unknown as DetectorOutbox).watch(client);
+    const asOutbox = outbox as unknown as DetectorOutbox;
+    stop = new NameChangeDetector(fixedClock, asOutbox, metrics).watch(client);
     await client.login(TEST_DISCORD_TOKEN);
     await until(() => outbox.fullViews.length === 2);
   });
@@ -97,7 +100,7 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
     jest.restoreAllMocks();
   });
 
-  it("reads each GUILD_CREATE's members as a full view, without the bot", () => {
+  it("reads each GUILD_CREATE's members as a full view, without the bot", async () => {
     expect(outbox.fullViews).toEqual(
       expect.arrayContaining([
         { guildId: GUILD_A, userIds: [ALICE.id, BOB.id, LEGACY.id] },
@@ -106,21 +109,25 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
     );
     expect(outbox.live).toEqual([]);
     // The small server's view is complete; the large one waits for its member chunks.
-    expect(logs).toEqual([
-      `Reconciled server ${GUILD_A}: compared 3 member(s) with their last known names in ${msIn(logs[0])} ms; 0 change(s) recorded`,
+    expect(figures(outbox.runs)).toEqual([
+      { guildId: GUILD_A, members: 3, changes: 0 },
+      { guildId: LARGE, members: 1, changes: 0 },
     ]);
+    expect(await reconciliations(metrics)).toEqual({ count: 1, timed: 1 });
   });
 
   it('reads member chunks as the rest of the full view, finished with the last chunk', async () => {
     await client.guilds.cache.get(LARGE)!.members.fetch();
-    await until(() => logs.length === 2);
     expect(outbox.fullViews.at(-1)).toEqual({
       guildId: LARGE,
       userIds: large.map((m) => m.user.id),
     });
-    expect(logs[1]).toBe(
-      `Reconciled server ${LARGE}: compared 61 member(s) with their last known names in ${msIn(logs[1])} ms; 0 change(s) recorded`,
-    );
+    // Its GUILD_CREATE's one member and the chunk's 60 (the bot left out): one view.
+    expect(figures(outbox.runs)).toEqual([
+      { guildId: GUILD_A, members: 3, changes: 0 },
+      { guildId: LARGE, members: 61, changes: 0 },
+    ]);
+    expect(await reconciliations(metrics)).toEqual({ count: 2, timed: 2 });
   });
 
   it('reads member updates and joins as live updates, with every name field, at detection time', async () => {
@@ -182,6 +189,18 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
   });
 });
 
-function msIn(log: string | undefined): string {
-  return /in (\d+) ms/.exec(log ?? '')?.[1] ?? 'none';
+/** Each run's figures so far, by server id. */
+function figures(runs: Set<ReconciliationRun>) {
+  return [...runs]
+    .map(({ guildId, members, changes }) => ({ guildId, members, changes }))
+    .sort((a, b) => a.guildId.localeCompare(b.guildId));
+}
+
+/** Full views done: counted, and timed once each. */
+async function reconciliations(metrics: MetricsService) {
+  const [count] = (await metrics.detectorReconciliations.get()).values;
+  const timed = (await metrics.detectorReconciliationDuration.get()).values.find(
+    (v) => v.metricName === 'name_history_detector_reconciliation_duration_seconds_count',
+  );
+  return { count: count?.value, timed: timed?.value };
 }

@@ -8,6 +8,7 @@ import {
   type GatewayGuildCreateDispatchData,
   type GatewayGuildMembersChunkDispatchData,
 } from 'discord.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { Clock } from './clock.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { observeMember, type MemberObservation } from './member-observation.js';
@@ -34,11 +35,12 @@ export class NameChangeDetector {
   constructor(
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
+    private readonly metrics: MetricsService,
   ) {}
 
   /** Starts watching `client`'s dispatches; returns the function that stops. */
   watch(client: Client): () => void {
-    const watcher = new DispatchWatcher(client, this.clock, this.outbox, this.logger);
+    const watcher = new DispatchWatcher(client, this.clock, this.outbox, this.logger, this.metrics);
     const onRaw = (packet: GatewayDispatchPayload) => watcher.handle(packet);
     client.on(Events.Raw, onRaw);
     return () => client.off(Events.Raw, onRaw);
@@ -57,6 +59,7 @@ class DispatchWatcher {
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
     private readonly logger: Logger,
+    private readonly metrics: MetricsService,
   ) {}
 
   /** Runs inside discord.js's packet handling: nothing may escape into the gateway client. */
@@ -111,10 +114,12 @@ class DispatchWatcher {
   private newRun(guildId: string, expectingMore: boolean): ReconciliationRun {
     const run = new ReconciliationRun(guildId, performance.now(), expectingMore, (done) => {
       if (this.runs.get(guildId) === done) this.runs.delete(guildId);
+      const ms = performance.now() - done.startedAt;
+      this.metrics.detectorReconciliations.inc();
+      this.metrics.detectorReconciliationDuration.observe(ms / 1000);
       this.logger.log(
         `Reconciled server ${guildId}: compared ${done.members} member(s) with their last ` +
-          `known names in ${Math.round(performance.now() - done.startedAt)} ms; ` +
-          `${done.changes} change(s) recorded`,
+          `known names in ${Math.round(ms)} ms; ${done.changes} change(s) recorded`,
       );
     });
     this.runs.set(guildId, run);

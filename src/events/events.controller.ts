@@ -19,6 +19,7 @@ import {
 import type { Request } from 'express';
 import type { Observable } from 'rxjs';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
+import { StreamRoute } from '../common/route-traits.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { sseConfig } from './events.config.js';
 import {
@@ -64,6 +65,7 @@ export class EventsController {
   }
 
   @Sse('listen')
+  @StreamRoute()
   @ApiOperation({ summary: 'Stream name change events (SSE)', description: STREAM_DESCRIPTION })
   @ApiHeader({
     name: 'Last-Event-ID',

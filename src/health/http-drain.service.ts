@@ -1,7 +1,8 @@
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { Server as NetServer, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
+import { stopAcceptingConnections } from '../platform/stop-accepting.js';
 
 /**
  * How long a keep-alive connection that is idle when draining begins may still bring one
@@ -56,10 +57,8 @@ export class HttpDrainService implements OnApplicationBootstrap, BeforeApplicati
   begin(): void {
     if (this.graceOver || !this.server) return;
     const server = this.server;
-    // net.Server's close stops accepting and nothing else: http.Server's would also
-    // destroy at once every keep-alive connection idle at this instant, racing a request
-    // its client may be sending on it right now (see IDLE_GRACE_MS).
-    NetServer.prototype.close.call(server);
+    // Not server.close(): the connections idle at this instant get IDLE_GRACE_MS first.
+    stopAcceptingConnections(server);
     for (const res of this.unanswered) {
       if (!res.headersSent) res.setHeader('Connection', 'close');
     }

@@ -121,6 +121,39 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly detectorMembersCompared = new Counter({
+    name: 'name_history_detector_members_compared_total',
+    help: 'Gateway observations of members compared with the last known names: from live updates, or from full views of a server (reconciliation)',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+
+  readonly detectorChanges = new Counter({
+    name: 'name_history_detector_changes_total',
+    help: 'Name changes the detector found and published: in a live update, or by reconciliation (what changed while it was not watching)',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+
+  readonly detectorReconciliations = new Counter({
+    name: 'name_history_detector_reconciliations_total',
+    help: 'Full views of a server (its GUILD_CREATE, then its member chunks) compared to the last member',
+    registers: [this.registry],
+  });
+
+  readonly detectorReconciliationDuration = new Histogram({
+    name: 'name_history_detector_reconciliation_duration_seconds',
+    help: "Time from a server's GUILD_CREATE (or first member chunk) to the comparison of its last member",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+
+  readonly detectorPublishFailures = new Counter({
+    name: 'name_history_detector_publish_failures_total',
+    help: 'Attempts to compare, store or broadcast a batch of gateway observations that failed (the batch is retried with back-off)',
+    registers: [this.registry],
+  });
+
   private readonly collectors: (() => unknown)[] = [];
 
   constructor() {

@@ -20,7 +20,7 @@ const DESCRIPTION = `Keeps the history of Discord users' previous usernames and 
 
 **\`name\`** is always the name recorded in the history: the name the user had *before* the change.
 
-**Errors.** Every error, of any status, is \`{"message": string, "code": <status>}\` as JSON; the message names the field(s) at fault. Every operation also refuses a query key it does not list and a body property its schema does not list (400: request body schemas are closed, \`additionalProperties: false\`), a body that is not JSON or declares a charset other than utf-8 (415), and, before any operation is chosen: a request line and headers over 16 KiB or 2000 header fields (431), a request that does not arrive in time (408), an \`Expect\` other than \`100-continue\` (417), an HTTP version other than 1.0 and 1.1 (505), and a malformed request (400).
+**Errors.** Every error, of any status, is \`{"message": string, "code": <status>}\` as JSON; the message names the field(s) at fault. Every operation also refuses a query key it does not list and a body property its schema does not list (400: request body schemas are closed, \`additionalProperties: false\`), a body that is not JSON or declares a charset other than utf-8 (415), and, before any operation is chosen: a request line and headers over 16 KiB or 2000 header fields (431), a request that does not arrive in time (408), an \`Expect\` other than \`100-continue\` (417), a well-formed request line naming HTTP/2 or later (505), and any other malformed request, HTTP/0.9 and a garbled version included (400).
 
 **Authentication.** None by default. When the operator sets \`PUBLISH_TOKEN\`, publishing requires \`Authorization: Bearer <token>\`. Tokens are opaque strings the operator chooses, not JWTs.
 

@@ -7,19 +7,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppModule } from '../../src/app.module.js';
-import { ExpressHttpAdapter } from '../../src/common/express-http-adapter.js';
+import { ExpressHttpAdapter } from '../../src/platform/express-http-adapter.js';
 import { configureApp } from '../../src/app.setup.js';
-import { EventStreamService } from '../../src/events/event-stream.service.js';
 import { HttpDrainService } from '../../src/health/http-drain.service.js';
-import { historyPath, LISTEN, PUBLISH, type HistoryBody } from './api.js';
+import { appClient, type AppClient } from './app-client.js';
 import { TestDatabase } from './database.js';
 import { LOG_LEVEL, REDIS_URL } from './environment.js';
-import type { NameEventBody } from './events.js';
-import { http, post, type HttpResult } from './http.js';
-import { freePort, waitFor } from './ports.js';
-import { rawCommand } from './redis-server.js';
-import { sendSentinel, type Sentinel } from './sentinel.js';
-import { streamsClosedAfterEach, type SseStream } from './sse.js';
+import { freePort } from './ports.js';
+import { START_TIMEOUT_MS } from './service-process.js';
 
 export interface TestApp {
   app: NestExpressApplication;
@@ -88,8 +83,8 @@ export interface AppFixtureOptions {
   modules?: Type[];
 }
 
-/** The application of a describe block, and the ways tests talk to it. */
-export interface AppFixture {
+/** The application of a describe block, and the ways tests talk to it (`AppClient`). */
+export interface AppFixture extends AppClient {
   /** The Nest application (`app.get(SomeService)`). */
   readonly app: NestExpressApplication;
   /** http://127.0.0.1:<port> */
@@ -101,32 +96,6 @@ export interface AppFixture {
   readonly env: Env;
   /** The app as `startApp` returns it. */
   readonly instance: TestApp;
-  /** Opens a stream on the app, closed after the test. */
-  listen(query?: string, headers?: Record<string, string>): Promise<SseStream>;
-  /**
-   * Opens a stream once the app can: a listen is answered 500 while Redis (or, resuming,
-   * the database) is down, and that answer is closed and the listen tried again.
-   */
-  listenWhenUp(query?: string, headers?: Record<string, string>): Promise<SseStream>;
-  /** Opens a stream on another instance (`startInstance`), closed after the test. */
-  listenTo(
-    instance: { url: string },
-    query?: string,
-    headers?: Record<string, string>,
-  ): Promise<SseStream>;
-  /** POSTs an event (or anything) to the publish route. */
-  publish(body: unknown, headers?: Record<string, string>): Promise<HttpResult>;
-  /** GETs a user's history. */
-  history(userId: string, query?: string): Promise<HttpResult<HistoryBody>>;
-  /** See `sendSentinel`: publishes through this app. */
-  sentinel(streams: readonly SseStream[], body?: NameEventBody): Promise<Sentinel>;
-  /** Listeners on the app (or on `instance`), counting those being set up. */
-  listenerCount(instance?: TestApp): number;
-  /**
-   * Waits until no stream is open or being set up on the app and its other instances, and
-   * (with Redis) until none of them is subscribed: then a publish finds nobody listening.
-   */
-  untilNobodyListens(): Promise<void>;
   /** Another instance on the same database and Redis prefix, closed after the block. */
   startInstance(env?: Env): Promise<TestApp>;
   /**
@@ -150,7 +119,6 @@ export function useApp(options: AppFixtureOptions = {}): AppFixture {
   let port = 0;
   let current: TestApp | undefined;
   const others = new Set<TestApp>();
-  const open = streamsClosedAfterEach();
 
   const running = (): TestApp => {
     if (!current) throw new Error('The app is not running');
@@ -174,7 +142,8 @@ export function useApp(options: AppFixtureOptions = {}): AppFixture {
     env = { ...env, ...extra };
     if (options.fixedPort) port = await freePort();
     await start();
-  });
+    // The embedded database compiles its WebAssembly first: long on a loaded machine.
+  }, START_TIMEOUT_MS);
 
   afterAll(async () => {
     await Promise.all([...others].map((instance) => instance.close()));
@@ -185,7 +154,7 @@ export function useApp(options: AppFixtureOptions = {}): AppFixture {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  const count = (instance: TestApp) => instance.app.get(EventStreamService).listenerCount;
+  const client = appClient(running, others, () => env);
 
   return {
     get app() {
@@ -207,38 +176,7 @@ export function useApp(options: AppFixtureOptions = {}): AppFixture {
     get instance() {
       return running();
     },
-    listen: (query = '', headers = {}) => open(`${running().url}${LISTEN}${query}`, headers),
-    listenWhenUp: (query = '', headers = {}) =>
-      waitFor('a listen to succeed', async () => {
-        const stream = await open(`${running().url}${LISTEN}${query}`, headers);
-        if (stream.status === 200) return stream;
-        stream.close();
-        return undefined;
-      }),
-    listenTo: (instance, query = '', headers = {}) =>
-      open(`${instance.url}${LISTEN}${query}`, headers),
-    publish: (body, headers = {}) => post(`${running().url}${PUBLISH}`, body, headers),
-    history: (userId, query = '') =>
-      http<HistoryBody>(`${running().url}${historyPath(userId, query)}`),
-    sentinel: (streams, body) => sendSentinel(running().url, streams, body),
-    listenerCount: (instance = running()) => count(instance),
-    untilNobodyListens: async () => {
-      const instances = [running(), ...others];
-      await waitFor('no listener left', () => instances.every((i) => count(i) === 0));
-      const redisUrl = env.REDIS_URL;
-      const prefix = env.REDIS_KEY_PREFIX;
-      if (redisUrl && prefix) {
-        await waitFor('no instance subscribed', async () => {
-          const { hostname, port: redisPort } = new URL(redisUrl);
-          const reply = await rawCommand(
-            Number(redisPort || 6379),
-            ['PUBSUB', 'NUMSUB', `${prefix}:name-events`],
-            hostname,
-          );
-          return reply.endsWith('\r\n:0');
-        });
-      }
-    },
+    ...client,
     startInstance: async (extra = {}) => {
       const instance = await startApp({ ...env, ...extra }, 0, options.customize, options.modules);
       others.add(instance);

@@ -1,10 +1,7 @@
-import { jest } from '@jest/globals';
-import { Logger } from '@nestjs/common';
 import type { APIGuildMember, APIUser } from 'discord.js';
 import type { TestDatabase } from './database.js';
-import { apiUser, type FakeDiscord } from './fake-discord.js';
+import { apiMember, apiUser, type FakeDiscord } from './fake-discord.js';
 import { waitFor } from './ports.js';
-import type { ServiceProcess } from './service-process.js';
 
 /** A stored event, as the tests compare them: in storage (id) order. */
 export interface RecordedEvent {
@@ -84,59 +81,22 @@ export async function joined(
   );
 }
 
+/** `user` joins each server of `nicks` with that nickname, and is known there. */
+export async function joinedEach(
+  discord: FakeDiscord,
+  db: TestDatabase,
+  user: APIUser,
+  nicks: Record<string, string | null>,
+): Promise<void> {
+  for (const [guildId, nick] of Object.entries(nicks)) {
+    await joined(discord, db, guildId, apiMember(user, { nick }));
+  }
+}
+
 /** The detector's known names, sorted. */
 export async function knownNames(db: TestDatabase) {
   return db.query<{ userId: string; field: string; guildId: string; name: string | null }>(
     `SELECT user_id AS "userId", field, guild_id AS "guildId", name
        FROM known_names ORDER BY user_id, field, guild_id`,
   );
-}
-
-/** The messages an in-process application logs through Nest's Logger (every level). */
-export class LogCapture {
-  readonly messages: string[] = [];
-
-  constructor() {
-    for (const level of ['log', 'warn', 'error'] as const) {
-      jest.spyOn(Logger.prototype, level).mockImplementation((message: unknown) => {
-        this.messages.push(String(message));
-      });
-    }
-  }
-
-  matching(pattern: RegExp): string[] {
-    return this.messages.filter((m) => pattern.test(m));
-  }
-
-  restore(): void {
-    jest.restoreAllMocks();
-  }
-}
-
-/** The `msg` of every JSON log line a child process wrote. */
-export function logMessages(service: ServiceProcess): string[] {
-  const messages: string[] = [];
-  for (const line of service.output.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    try {
-      const { msg } = JSON.parse(line) as { msg?: unknown };
-      if (typeof msg === 'string') messages.push(msg);
-    } catch {
-      // a partial line still being written
-    }
-  }
-  return messages;
-}
-
-/** "Reconciled server <id>: compared <n> member(s) … in <ms> ms; <k> change(s) recorded" */
-export const RECONCILED =
-  /^Reconciled server (\d+): compared (\d+) member\(s\) with their last known names in (\d+) ms; (\d+) change\(s\) recorded$/;
-
-export function reconciliations(messages: string[]) {
-  return messages.flatMap((message) => {
-    const match = RECONCILED.exec(message);
-    return match
-      ? [{ guildId: match[1], members: +match[2], ms: +match[3], changes: +match[4] }]
-      : [];
-  });
 }

@@ -15,6 +15,9 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, waitFor } from './ports.js';
 
+/** What docker-compose.yml sets on each instance behind the proxy (besides the addresses). */
+export const COMPOSE_ENV = { TRUST_PROXY: '1' };
+
 /** The shipped proxy configuration (docker-compose.yml mounts it into nginx's conf.d). */
 export const SHIPPED_CONFIG = fileURLToPath(new URL('../../deploy/nginx.conf', import.meta.url));
 

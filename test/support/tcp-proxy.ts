@@ -128,3 +128,15 @@ function reset(socket: net.Socket): void {
   if (socket.writableEnded) socket.destroy();
   else socket.resetAndDestroy();
 }
+
+/** A proxy in front of the Postgres of `databaseUrl`, and the URL that goes through it. */
+export async function proxiedDatabase(
+  databaseUrl: string,
+): Promise<{ proxy: TcpProxy; url: string }> {
+  const direct = new URL(databaseUrl);
+  const proxy = await TcpProxy.start({ host: direct.hostname, port: Number(direct.port || 5432) });
+  const viaProxy = new URL(databaseUrl);
+  viaProxy.hostname = '127.0.0.1';
+  viaProxy.port = String(proxy.port);
+  return { proxy, url: viaProxy.toString() };
+}

@@ -2,7 +2,7 @@ import type { NestApplicationOptions } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import type { Express, Response } from 'express';
 import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
-import { MAX_HEADER_BYTES, MAX_HEADER_FIELDS } from './malformed-requests.js';
+import { MAX_HEADER_BYTES, MAX_HEADER_FIELDS } from './http-answers.js';
 
 /**
  * How often Node looks for requests past their headers or request timeout. Node's default,

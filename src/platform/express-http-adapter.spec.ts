@@ -66,7 +66,57 @@ function expectPrototypes(
   }
 }
 
+/**
+ * What `adapter.reply()` sends for `body` in an app set up as the service's is (no ETag):
+ * status, headers but Date, and body, for a GET and a HEAD.
+ */
+async function replies(adapter: ExpressAdapter, body: unknown, status: number) {
+  const app = adapter.getInstance<Express>();
+  app.disable('etag');
+  app.all('/thing', (_req, res) => adapter.reply(res, body, status));
+  adapter.initHttpServer({});
+  const server = adapter.getHttpServer() as Server;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const answers = [];
+    for (const method of ['GET', 'HEAD']) {
+      const res = await fetch(`http://127.0.0.1:${port}/thing`, { method });
+      const headers = Object.fromEntries(res.headers);
+      delete headers.date;
+      answers.push({ status: res.status, headers, body: await res.text() });
+    }
+    return answers;
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
 describe('ExpressHttpAdapter', () => {
+  // The canary of reply(): when Express changes what res.json() sends, this fails.
+  it.each([
+    ['an object', { userId: '1', prevnames: [{ name: 'é 😀 <b>' }], code: 200 }, 200],
+    ['an array', [1, 'two', null], 201],
+    ['an empty object', {}, 400],
+  ])(
+    "answers %s with the bytes and headers of Express's res.json()",
+    async (_case, body, status) => {
+      const ours = await replies(new ExpressHttpAdapter(), body, status);
+      expect(ours).toEqual(await replies(new ExpressAdapter(), body, status));
+      expect(ours[0]).toEqual({
+        status,
+        headers: {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': String(Buffer.byteLength(JSON.stringify(body))),
+          connection: 'keep-alive',
+          'keep-alive': 'timeout=5',
+          'x-powered-by': 'Express',
+        },
+        body: JSON.stringify(body),
+      });
+    },
+  );
+
   it('makes requests and responses with Express prototypes from birth, so Express changes none', async () => {
     const { app, bodies, seen } = await twoRequests(new ExpressHttpAdapter());
 
