@@ -28,7 +28,7 @@ import { requestIdOf } from '../common/logger.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventStreams, type OpenedStream } from '../name-events/name-event-streams.service.js';
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import { EventFrames, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
 import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
 
@@ -40,8 +40,6 @@ const HANDOVER_WINDOW_MS = 500;
 const HANDOVER_WAVES = 10;
 /** The `retry:` of a stream ended at shutdown: reconnect (to another instance) at once. */
 const HANDOVER_RETRY_MS = 100;
-
-const KEEP_ALIVE: Frame = { message: Object.freeze({ comment: 'keep-alive' }), bytes: 14 };
 
 /** Why a stream ended, as its close log line says it. */
 type CloseReason = 'client' | 'slow' | 'shutdown' | 'bus';
@@ -57,12 +55,12 @@ export interface ListenOptions {
  * message (where its stream starts, and `retry:`), then its replay and live events from the
  * name-event domain merged with the instance's keep-alive comments and, at shutdown, a
  * hand-over; what waits for it is bounded by its ListenerBuffer. An event is turned into its
- * message once per instance: every listener is handed the same frozen object.
+ * message once per instance (EventFrames).
  */
 @Injectable()
 export class EventStreamService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('EventStream');
-  private readonly frames = new WeakMap<StoredNameEvent, Frame>();
+  private readonly frames = new EventFrames();
   /** One timer per instance, running while anyone listens. */
   private readonly keepAlive$: Observable<Frame>;
   /** The waves of the hand-over at shutdown: each listener ends with its own. */
@@ -189,7 +187,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
         map((event) => {
           lastId = event.id;
           events++;
-          return this.frameOf(event);
+          return this.frames.of(event);
         }),
       );
     const handover$ = this.handover$.pipe(
@@ -223,25 +221,6 @@ export class EventStreamService implements BeforeApplicationShutdown {
     this.logger.warn(
       `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent)`,
     );
-  }
-
-  private frameOf(event: StoredNameEvent): Frame {
-    let frame = this.frames.get(event);
-    if (!frame) {
-      const data = JSON.stringify({
-        userId: event.userId,
-        type: event.type,
-        name: event.name,
-        changedAt: event.changedAt,
-      });
-      frame = {
-        message: Object.freeze({ id: event.id, data }),
-        // `id: <id>\ndata: <data>\n\n`
-        bytes: event.id.length + Buffer.byteLength(data) + 12,
-      };
-      this.frames.set(event, frame);
-    }
-    return frame;
   }
 
   /**
