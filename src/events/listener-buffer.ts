@@ -1,6 +1,7 @@
 import type { MessageEvent } from '@nestjs/common';
 import type { Writable } from 'node:stream';
 import { Observable, type OperatorFunction } from 'rxjs';
+import { Fifo } from '../common/fifo.js';
 
 /** An SSE message, with the size of its frame on the wire. */
 export interface Frame {
@@ -41,8 +42,7 @@ export class TurnCounter {
  * reached), and no listener holds more than its bound and one turn's messages.
  */
 export class ListenerBuffer {
-  private readonly waiting: Frame[] = [];
-  private head = 0;
+  private readonly waiting = new Fifo<Frame>();
   private waitingBytes = 0;
   private turn = -1;
   private givenThisTurn = 0;
@@ -76,7 +76,7 @@ export class ListenerBuffer {
       return () => {
         subscription.unsubscribe();
         this.give = undefined;
-        this.waiting.length = 0;
+        this.waiting.clear();
         this.waitingBytes = 0;
         this.wakeWaiters();
       };
@@ -146,19 +146,13 @@ export class ListenerBuffer {
   }
 
   private release(): void {
-    while (this.give && this.head < this.waiting.length) {
-      const frame = this.waiting[this.head];
+    for (let frame = this.waiting.peek(); frame && this.give; frame = this.waiting.peek()) {
       if (!this.mayGive(frame.bytes)) break;
-      this.waiting[this.head++] = undefined as unknown as Frame;
+      this.waiting.shift();
       this.waitingBytes -= frame.bytes;
       this.give(frame);
     }
-    if (this.head === this.waiting.length) {
-      this.waiting.length = 0;
-      this.head = 0;
-    } else if (this.give) {
-      this.scheduleRelease();
-    }
+    if (this.waiting.length > 0 && this.give) this.scheduleRelease();
     this.wakeWaiters();
   }
 
