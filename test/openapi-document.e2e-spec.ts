@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { redisEnv, startApp, type TestApp } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import { http, type HttpResult } from './support/http.js';
 import { SseStream } from './support/sse.js';
+import { documentedEvent, openApiDocument } from './support/openapi-document.js';
 
 interface Example {
   operationId: string;
@@ -12,18 +12,7 @@ interface Example {
   example: unknown;
 }
 
-interface Operation {
-  operationId: string;
-  summary?: string;
-  description?: string;
-  tags?: string[];
-  requestBody?: { content: Record<string, { schema: object }> };
-  responses: Record<string, { content?: Record<string, { example?: unknown }> }>;
-}
-const document = JSON.parse(readFileSync('openapi/openapi.json', 'utf8')) as {
-  paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, object>; schemas: Record<string, object> };
-};
+const document = openApiDocument;
 
 /** Every error the document shows, with its example body. */
 const examples: Example[] = Object.entries(document.paths).flatMap(([path, operations]) =>
@@ -50,13 +39,7 @@ const ADMINISTRATION = [
   ['optIn', 'DELETE', 'opt-out'],
   ['getOptOut', 'GET', 'opt-out'],
 ] as const;
-const event = (fields: Record<string, unknown> = {}) => ({
-  userId: 'documented',
-  type: 'username',
-  name: 'n',
-  changedAt: '2024-06-07T15:30:00.000Z',
-  ...fields,
-});
+const event = documentedEvent;
 
 /**
  * The document says what is sent: each error it shows, the service answers with exactly

@@ -1,35 +1,18 @@
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { readFileSync } from 'node:fs';
+import { documentedEvent, openApiDocument } from './support/openapi-document.js';
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
-interface Operation {
-  operationId: string;
-  summary?: string;
-  description?: string;
-  tags?: string[];
-  requestBody?: { content: Record<string, { schema: object }> };
-  responses: Record<string, { content?: Record<string, { example?: unknown }> }>;
-}
-const document = JSON.parse(readFileSync('openapi/openapi.json', 'utf8')) as {
-  paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, object>; schemas: Record<string, object> };
-};
+const document = openApiDocument;
 const operations = Object.entries(document.paths).flatMap(([path, byMethod]) =>
   Object.entries(byMethod).map(([method, operation]) => ({
     name: `${method.toUpperCase()} ${path}`,
     operation,
   })),
 );
-const event = (fields: Record<string, unknown> = {}) => ({
-  userId: 'documented',
-  type: 'username',
-  name: 'n',
-  changedAt: '2024-06-07T15:30:00.000Z',
-  ...fields,
-});
+const event = documentedEvent;
 
 /** What generators other than openapi-typescript read in the document (README, "OpenAPI"). */
 describe('the OpenAPI document, as other generators read it', () => {
