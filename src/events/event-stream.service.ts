@@ -14,20 +14,18 @@ import {
   Subject,
   catchError,
   defer,
-  filter,
   finalize,
   interval,
   map,
   merge,
   of,
   share,
-  startWith,
-  take,
 } from 'rxjs';
 import { requestIdOf } from '../common/logger.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventStreams, type OpenedStream } from '../name-events/name-event-streams.service.js';
+import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import { EventFrames, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
 import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
@@ -40,6 +38,9 @@ const HANDOVER_WINDOW_MS = 500;
 const HANDOVER_WAVES = 10;
 /** The `retry:` of a stream ended at shutdown: reconnect (to another instance) at once. */
 const HANDOVER_RETRY_MS = 100;
+
+/** What a hand-over wave sends its listeners: end, with a short `retry:`. */
+const HANDOVER = Symbol('handover');
 
 /** Why a stream ended, as its close log line says it. */
 type CloseReason = 'client' | 'slow' | 'shutdown' | 'bus';
@@ -61,10 +62,16 @@ export interface ListenOptions {
 export class EventStreamService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('EventStream');
   private readonly frames = new EventFrames();
-  /** One timer per instance, running while anyone listens. */
-  private readonly keepAlive$: Observable<Frame>;
   /** The waves of the hand-over at shutdown: each listener ends with its own. */
-  private readonly handover$ = new Subject<number>();
+  private readonly handovers = Array.from(
+    { length: HANDOVER_WAVES },
+    () => new Subject<typeof HANDOVER>(),
+  );
+  /**
+   * What each wave's listeners get besides their events, shared by them: the keep-alive
+   * comments (one timer per instance, running while anyone listens) and the wave's hand-over.
+   */
+  private readonly signals: Observable<Frame | typeof HANDOVER>[];
   private readonly turns = new TurnCounter();
   private connected = 0;
   /** Streams being set up: they count against the cap already. */
@@ -77,10 +84,11 @@ export class EventStreamService implements BeforeApplicationShutdown {
     private readonly metrics: MetricsService,
     @InjectConfig(sseConfig) private readonly sse: ConfigOf<typeof sseConfig>,
   ) {
-    this.keepAlive$ = interval(sse.keepAliveMs).pipe(
+    const keepAlive$ = interval(sse.keepAliveMs).pipe(
       map(() => KEEP_ALIVE),
       share(),
     );
+    this.signals = this.handovers.map((handover$) => merge(keepAlive$, handover$).pipe(share()));
     metrics.onCollect(() => metrics.listeners.set(this.connected));
   }
 
@@ -132,6 +140,8 @@ export class EventStreamService implements BeforeApplicationShutdown {
     }
     signal.addEventListener('abort', abandon, { once: true });
     return defer(() => {
+      // Subscribed: from here the stream's own teardown releases it.
+      signal.removeEventListener('abort', abandon);
       unreserve();
       return this.listen(req, opened, options);
     });
@@ -148,7 +158,8 @@ export class EventStreamService implements BeforeApplicationShutdown {
     this.logger.log(`Handing ${this.connected} stream(s) over to other instances`);
     for (let wave = 0; wave < HANDOVER_WAVES; wave++) {
       if (wave > 0) await delay(HANDOVER_WINDOW_MS / HANDOVER_WAVES);
-      this.handover$.next(wave);
+      this.handovers[wave].next(HANDOVER);
+      this.handovers[wave].complete();
     }
   }
 
@@ -162,7 +173,6 @@ export class EventStreamService implements BeforeApplicationShutdown {
     let reason: CloseReason = 'client';
     const openedAt = Date.now();
     const buffer = new ListenerBuffer(req.res!, this.sse.bufferLimitBytes, this.turns);
-    const wave = this.opened++ % HANDOVER_WAVES;
     const stream = {
       id: (req as Request & { id?: string }).id ?? requestIdOf(req),
       remoteAddress: req.ip,
@@ -180,26 +190,25 @@ export class EventStreamService implements BeforeApplicationShutdown {
       'stream opened',
     );
 
-    const half = this.sse.bufferLimitBytes / 2;
-    const events$ = opened
-      .events(() => buffer.below(half))
-      .pipe(
-        map((event) => {
-          lastId = event.id;
-          events++;
-          return this.frames.of(event);
-        }),
-      );
-    const handover$ = this.handover$.pipe(
-      filter((each) => each === wave),
-      take(1),
-      map((): Frame => {
+    // One map for everything merged: an event becomes its (shared) frame, the hand-over the
+    // frame that ends the stream; the opening and keep-alives are frames already.
+    const toFrame = (item: StoredNameEvent | Frame | typeof HANDOVER): Frame => {
+      if (item === HANDOVER) {
         reason = 'shutdown';
         return { message: { id: lastId, retry: HANDOVER_RETRY_MS }, bytes: 0, last: true };
-      }),
-    );
-    return merge(events$, this.keepAlive$, handover$).pipe(
-      startWith<Frame>({ message: { id: lastId, retry: this.sse.retryMs }, bytes: 0 }),
+      }
+      if ('message' in item) return item;
+      lastId = item.id;
+      events++;
+      return this.frames.of(item);
+    };
+    const half = this.sse.bufferLimitBytes / 2;
+    return merge(
+      of<Frame>({ message: { id: lastId, retry: this.sse.retryMs }, bytes: 0 }),
+      opened.events(() => buffer.below(half)),
+      this.signals[this.opened++ % HANDOVER_WAVES],
+    ).pipe(
+      map(toFrame),
       catchError((error: Error) => {
         this.logger.warn(`Ending a stream: ${error.message}`);
         reason = 'bus';
