@@ -300,6 +300,16 @@ function withTimeout(promise, ms, what) {
   ]).finally(() => clearTimeout(timer));
 }
 
+/** The version of an installed package (the one the service runs on), or 'unknown'. */
+function installedVersion(name) {
+  try {
+    return JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8'))
+      .version;
+  } catch {
+    return 'unknown';
+  }
+}
+
 function machine(pgVersion, redisVersion) {
   const git = (...args) => {
     try {
@@ -323,6 +333,7 @@ function machine(pgVersion, redisVersion) {
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
     kernel: os.release(),
     node: process.version,
+    nest: installedVersion('@nestjs/core'),
     postgres: pgVersion,
     redis: redisVersion,
     fdLimit,

@@ -214,7 +214,7 @@ export function renderMarkdown({ info, mode, records, scenarios, elapsedS, targe
   const lines = [];
   lines.push(
     `${MODE_NAMES[mode]}, ${info.date.slice(0, 10)}, commit ${info.commit}, ${elapsedS} s. ` +
-      `Machine: ${info.cpus} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, Linux ${info.kernel}, Node ${info.node}, ` +
+      `Machine: ${info.cpus} CPUs (${info.cpuModel}), ${info.memoryGiB} GiB, Linux ${info.kernel}, Node ${info.node}, NestJS ${info.nest}, ` +
       `Postgres ${info.postgres} (synchronous_commit ${info.synchronousCommit}), Redis ${info.redis}, ` +
       `fd limit ${info.fdLimit}. Sides: ` +
       `${targets.map((t) => `${t.name} = ${t.display}`).join('; ')}.`,
