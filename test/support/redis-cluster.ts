@@ -57,6 +57,9 @@ export class RedisCluster {
           String(busPort),
           '--cluster-node-timeout',
           '1000',
+          // A replica just synced may be promoted: the test kills a master soon after start.
+          '--cluster-replica-validity-factor',
+          '0',
         ]);
         nodes.push(node);
       }
@@ -78,7 +81,10 @@ export class RedisCluster {
     }
   }
 
-  /** Every running node says `cluster_state:ok` and knows the others, all slots served. */
+  /**
+   * Every running node says `cluster_state:ok` and knows the others, all slots served, and
+   * every running replica is in sync with its master.
+   */
   untilHealthy(timeoutMs = 30_000): Promise<true> {
     return waitFor(
       'every node of the cluster to say cluster_state:ok',
@@ -89,6 +95,14 @@ export class RedisCluster {
             return false;
           }
           if (!info.includes('cluster_known_nodes:6')) return false;
+          // A replica that has not synced yet cannot take over.
+          const replication = await rawCommand(node.port, ['INFO', 'replication']);
+          if (
+            replication.includes('role:slave') &&
+            !replication.includes('master_link_status:up')
+          ) {
+            return false;
+          }
         }
         return true;
       },
