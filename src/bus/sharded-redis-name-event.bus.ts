@@ -183,11 +183,13 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
   }
 }
 
-/** Resolves when the connection is ready; rejects when it ends first. */
+/** Resolves when the connection is ready; rejects (with its last error) when it ends first. */
 function ready(connection: Redis): Promise<void> {
   if (connection.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
+    let last: Error | undefined;
+    connection.on('error', (error: Error) => (last = error));
     connection.once('ready', () => resolve());
-    connection.once('end', () => reject(new Error(`connection to the node ended`)));
+    connection.once('end', () => reject(last ?? new Error('the connection to the node ended')));
   });
 }
