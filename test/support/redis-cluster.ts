@@ -25,8 +25,8 @@ export interface ClusterNode {
  * A Redis Cluster of the test's own: six `redis-server --cluster-enabled yes` processes (three
  * masters, a replica each) on free loopback ports, with no persistence, joined by
  * `redis-cli --cluster create`. Each node's cluster bus port is a free port too (not port +
- * 10000, which may be taken). A master is deemed failing after 1 s (`cluster-node-timeout`),
- * and its replica promoted a moment later.
+ * 10000, which may be taken). A master is deemed failing after 1 s (`cluster-node-timeout`,
+ * or `nodeTimeoutMs`), and its replica promoted a moment later.
  */
 export class RedisCluster {
   private constructor(
@@ -39,7 +39,8 @@ export class RedisCluster {
     return this.nodes.map((n) => `127.0.0.1:${n.port}`).join(',');
   }
 
-  static async start(): Promise<RedisCluster> {
+  /** `nodeTimeoutMs`: how long a master may be silent before it is deemed failing. */
+  static async start({ nodeTimeoutMs = 1_000 } = {}): Promise<RedisCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'redis-cluster-'));
     const nodes: RedisProcess[] = [];
     try {
@@ -56,7 +57,7 @@ export class RedisCluster {
           '--cluster-port',
           String(busPort),
           '--cluster-node-timeout',
-          '1000',
+          String(nodeTimeoutMs),
           // A replica just synced may be promoted: the test kills a master soon after start.
           '--cluster-replica-validity-factor',
           '0',
