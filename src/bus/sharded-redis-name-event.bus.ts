@@ -13,8 +13,15 @@ import { RedisPubSubBus } from './redis-pub-sub.bus.js';
 const LISTENING_TTL_MS = 10_000;
 /** How many MOVED replies a subscribe follows before it gives up (the map is changing). */
 const MAX_REDIRECTIONS = 3;
-// The instances listening now (their entries not expired), forgetting the expired ones.
-const LISTENING = `redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
+// Entries expire by Redis's clock, not the instances' (which may disagree).
+const NOW_MS = `local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+// This instance listens for ARGV[1] ms more.
+const ANNOUNCE = `${NOW_MS}
+return redis.call('zadd', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])`;
+// The instances listening now, forgetting the expired ones.
+const LISTENING = `${NOW_MS}
+redis.call('zremrangebyscore', KEYS[1], '-inf', now)
 return redis.call('zcard', KEYS[1])`;
 
 type Node = { host: string; port: number };
@@ -153,12 +160,12 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
   /** This instance listens (for the next LISTENING_TTL_MS). */
   private async announce(): Promise<void> {
     if (!this.subscribed && !this.subscriber) return;
-    await this.publisher.zadd(this.listening, Date.now() + LISTENING_TTL_MS, this.token);
+    await this.publisher.eval(ANNOUNCE, 1, this.listening, LISTENING_TTL_MS, this.token);
   }
 
   private async listeningInstances(): Promise<number> {
     try {
-      return (await this.publisher.eval(LISTENING, 1, this.listening, Date.now())) as number;
+      return (await this.publisher.eval(LISTENING, 1, this.listening)) as number;
     } catch (error) {
       throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
     }
