@@ -39,8 +39,11 @@ export class RedisCluster {
     return this.nodes.map((n) => `127.0.0.1:${n.port}`).join(',');
   }
 
-  /** `nodeTimeoutMs`: how long a master may be silent before it is deemed failing. */
-  static async start({ nodeTimeoutMs = 1_000 } = {}): Promise<RedisCluster> {
+  /**
+   * `nodeTimeoutMs`: how long a master may be silent before it is deemed failing; `args`:
+   * more of every node's configuration (ACL users, say).
+   */
+  static async start({ nodeTimeoutMs = 1_000, args = [] as string[] } = {}): Promise<RedisCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'redis-cluster-'));
     const nodes: RedisProcess[] = [];
     try {
@@ -61,6 +64,7 @@ export class RedisCluster {
           // A replica just synced may be promoted: the test kills a master soon after start.
           '--cluster-replica-validity-factor',
           '0',
+          ...args,
         ]);
         nodes.push(node);
       }
