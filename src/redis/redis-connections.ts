@@ -51,9 +51,9 @@ const CLUSTER_OPTIONS: ClusterOptions = {
 /**
  * Every Redis connection of the instance, created here by role from one configured base
  * (`REDIS_URL`, `REDIS_SENTINELS` with `REDIS_SENTINEL_MASTER`, or `REDIS_CLUSTER_NODES`: a
- * cluster client per role) and closed here at
- * shutdown, after every module that used one has stopped. With neither set, `enabled` is
- * false and the modules choose their single-instance implementations.
+ * cluster client per role) and closed here at shutdown, after every module that used one has
+ * stopped. With none set, `enabled` is false and the modules choose their single-instance
+ * implementations.
  */
 @Injectable()
 export class RedisConnections implements OnApplicationShutdown {
@@ -139,7 +139,7 @@ export class RedisConnections implements OnApplicationShutdown {
         }),
       );
     }
-    if (!this.base) throw new Error('Redis is not configured (REDIS_URL or REDIS_SENTINELS)');
+    if (!this.base) throw new Error('Redis is not configured (REDIS_URL, REDIS_SENTINELS…)');
     return this.track(role, this.base.duplicate({ connectionName: role, lazyConnect: false }));
   }
 
