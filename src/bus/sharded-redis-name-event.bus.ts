@@ -86,9 +86,13 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
     let node = this.owner ?? this.anyMaster();
     for (let redirections = 0; node; redirections++) {
       const connection = this.redis.createNode('subscriber', node);
+      let master: Node | undefined;
       try {
         await withTimeout(ready(connection), 3_000);
-        await connection.ssubscribe(this.channel);
+        // A replica accepts SSUBSCRIBE for its master's slots and gets the messages, but
+        // SPUBLISH counts the master's subscribers only: subscribe on the master.
+        master = await masterOf(connection);
+        if (!master) await connection.ssubscribe(this.channel);
       } catch (error) {
         connection.disconnect();
         const message = (error as Error).message ?? String(error);
@@ -98,6 +102,14 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
           throw new BusUnavailableError(`Redis subscribe failed: ${message}`);
         }
         node = { host: moved[1], port: Number(moved[2]) };
+        continue;
+      }
+      if (master) {
+        connection.disconnect();
+        if (redirections === MAX_REDIRECTIONS) {
+          throw new BusUnavailableError('Redis subscribe failed: no master found for the channel');
+        }
+        node = master;
         continue;
       }
       this.owner = node;
@@ -173,6 +185,8 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
 
   private lose(connection: Redis, reason: string): void {
     if (this.subscriber !== connection) return;
+    // Its node may not own the slot any more, or not be a master.
+    this.owner = undefined;
     this.drop();
     this.onSubscriptionLost(reason);
   }
@@ -188,6 +202,12 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
     const [master] = this.publisher.nodes('master');
     return master && { host: master.options.host!, port: master.options.port! };
   }
+}
+
+/** The master of the node `connection` is on, when that node is a replica. */
+async function masterOf(connection: Redis): Promise<Node | undefined> {
+  const [role, host, port] = (await connection.role()) as [string, string, number];
+  return role === 'slave' ? { host, port: Number(port) } : undefined;
 }
 
 /** Resolves when the connection is ready; rejects (with its last error) when it ends first. */

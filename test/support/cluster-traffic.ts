@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { LISTEN, PUBLISH } from './api.js';
+import { BUS_DOWN, LISTEN, PUBLISH } from './api.js';
 import type { TestDatabase } from './database.js';
 import { EventSourceClient } from './event-source-client.js';
 import { http } from './http.js';
@@ -140,6 +140,55 @@ export class ClusterTraffic {
   /** For each listener, the ids of `ids` it never received. */
   lost(ids: string[]): string[][] {
     return this.listeners.map((l) => ids.filter((id) => !l.events.some((e) => e.id === id)));
+  }
+
+  /**
+   * Once stopped: retries what was not acknowledged, waits (up to 30 s) for every listener to
+   * have every stored event, and returns what the figures and checks need.
+   */
+  async settle(db: TestDatabase) {
+    const failed = await this.retryFailed();
+    const stored = await this.stored(db);
+    const storedIds = stored.map((r) => r.id);
+    await this.untilDelivered(storedIds).catch(() => undefined);
+    const figures = {
+      postsAnswered: this.published.length,
+      answeredNon200: failed.map((p) => ({
+        answer: describeOutcome(p.outcome),
+        retry: describeOutcome(p.retry!),
+      })),
+      listenerAttempts: this.listeners.map((l) => l.attempts),
+      longestListenerGapMs: Math.max(...this.listeners.map((l) => l.longestGap)),
+      eventsLostPerListener: this.lost(storedIds).map((ids) => ids.length),
+    };
+    return { failed, stored, figures };
+  }
+
+  /**
+   * Nothing acknowledged was lost: every POST stored once; what was not acknowledged was the
+   * bus-unavailable 500 (never "no listener") and its retry 200; every listener has every
+   * stored event, the newly stored ones in id order (only a retried POST's may come again or
+   * late).
+   */
+  expectNothingLost(failed: Published[], stored: { id: string; name: string }[]): void {
+    expect(stored.map((r) => r.name).sort()).toEqual(this.published.map((p) => p.name).sort());
+    for (const p of failed) {
+      const answer: unknown =
+        p.outcome.status === undefined ? p.outcome.error : JSON.parse(p.outcome.body);
+      expect([p.name, p.outcome.status, answer]).toEqual([p.name, 500, BUS_DOWN]);
+      expect([p.name, p.retry!.status]).toEqual([p.name, 200]);
+    }
+    const storedIds = stored.map((r) => r.id);
+    expect(this.lost(storedIds)).toEqual(this.listeners.map(() => []));
+    const retried = new Set(failed.map((p) => p.name));
+    for (const listener of this.listeners) {
+      const fresh = listener.events.filter(
+        (e) => !retried.has((JSON.parse(e.data) as { name: string }).name),
+      );
+      expect(fresh.map((e) => e.id)).toEqual(
+        stored.filter((r) => !retried.has(r.name)).map((r) => r.id),
+      );
+    }
   }
 
   close(): void {
