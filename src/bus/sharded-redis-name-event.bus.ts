@@ -9,8 +9,13 @@ import { RedisConnections } from '../redis/redis-connections.js';
 import { BusUnavailableError } from './name-event-bus.js';
 import { RedisPubSubBus } from './redis-pub-sub.bus.js';
 
-/** How long an instance counts as listening after it last said so (it says so every beat). */
-const LISTENING_TTL_MS = 10_000;
+/**
+ * How long an instance counts as listening after it last said so (it says so every beat, and
+ * its last holder's leaving unlists it). Long enough to outlast a failover (managed clusters
+ * take up to about 30 s), so "no listener" is never claimed while listeners wait for their
+ * shard to come back; an instance that died with listeners is counted that long after.
+ */
+const LISTENING_TTL_MS = 30_000;
 /** How many MOVED replies a subscribe follows before it gives up (the map is changing). */
 const MAX_REDIRECTIONS = 3;
 // Entries expire by Redis's clock, not the instances' (which may disagree).
