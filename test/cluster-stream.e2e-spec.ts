@@ -1,4 +1,4 @@
-import { NO_LISTENERS, PUBLISH, PUBLISHED } from './support/api.js';
+import { BUS_DOWN, NO_LISTENERS, PUBLISH, PUBLISHED } from './support/api.js';
 import { uniqueRedisPrefix, useApp, type TestApp } from './support/app.js';
 import {
   eventsOf,
@@ -10,6 +10,7 @@ import {
 import { http, post } from './support/http.js';
 import { waitFor } from './support/ports.js';
 import { RedisCluster } from './support/redis-cluster.js';
+import { rawCommand } from './support/redis-protocol.js';
 import { frame, opening } from './support/sse.js';
 
 /**
@@ -171,5 +172,26 @@ describe('publish and listen across two instances on a Redis Cluster', () => {
       stop = true;
       await publishing;
     }
+  });
+
+  it('never claims "no listener" while a subscription is being re-established', async () => {
+    await untilNobodyListens();
+    const onA = await fx.listenTo(a);
+    const slot = await cluster!.slotOf(channel);
+    const master = await cluster!.masterOf(slot);
+    const replica = (await cluster!.topology()).find((n) => n.masterId === master.id)!;
+    expect(await rawCommand(replica.port, ['CLUSTER', 'FAILOVER'])).toBe('+OK');
+    // Redis unsubscribes A on the old master: its stream ends (its client would resume).
+    await onA.until((s) => s.ended, 15_000);
+    const during = await publishTo(b, nameEvent());
+    expect([during.status, during.body]).toEqual([500, BUS_DOWN]);
+    // Back, on the new master; then gone for good: "no listener" again.
+    const again = await fx.listenTo(a);
+    expect(again.status).toBe(200);
+    expect((await publishTo(b, nameEvent())).status).toBe(200);
+    again.close();
+    await untilNobodyListens();
+    const after = await publishTo(b, nameEvent());
+    expect([after.status, after.body]).toEqual([500, NO_LISTENERS]);
   });
 });
