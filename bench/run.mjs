@@ -19,6 +19,7 @@ import { Postgres, deleteRedisPrefix, deleteStaleRedisKeys, redisInfo } from './
 import { ForeignCpuMonitor, waitForQuiet } from './lib/foreign-cpu.mjs';
 import { Instance } from './lib/harness.mjs';
 import { NchanInstance, findNchan } from './lib/nchan.mjs';
+import { LocalRedisCluster } from './lib/redis-cluster.mjs';
 import { installExitHooks, isExiting } from './lib/procs.mjs';
 import { removeStaleSnapshots, snapshotDist } from './lib/snapshot.mjs';
 import {
@@ -57,6 +58,10 @@ const HELP = `Usage: node bench/run.mjs [options]
   --write / --no-write    write the table into BENCHMARKS.md (default: full runs of every scenario)
   --pg URL                admin URL of Postgres (default postgres://postgres@127.0.0.1:5432/postgres)
   --redis URL             Redis URL (default redis://127.0.0.1:6379)
+  --redis-cluster         run the service on a Redis Cluster instead (REDIS_CLUSTER_NODES):
+                          six local redis-server processes in cluster mode, started and
+                          stopped by the bench; the service side only, the two-instances
+                          scenario unless --scenario says otherwise; BENCHMARKS.md untouched
   --wait-quiet SECONDS    before each run, wait up to this long for other processes to
                           calm down (default 20; 0 with --quick); busy runs are flagged
   --rounds N              run each scenario N times, the sides in alternating order, and
@@ -83,6 +88,7 @@ const { values: opts } = parseArgs({
     'no-write': { type: 'boolean', default: false },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+    'redis-cluster': { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
     'wait-quiet': { type: 'string' },
     rounds: { type: 'string' },
@@ -107,7 +113,8 @@ for (const url of [opts.pg, opts.redis]) {
     die(`only loopback targets are allowed, not ${host}`);
   }
 }
-const only = opts.only?.split(',').filter(Boolean);
+// The baselines speak classic pub/sub to one Redis: on a cluster, the service alone.
+const only = opts['redis-cluster'] ? ['service'] : opts.only?.split(',').filter(Boolean);
 for (const side of only ?? []) {
   if (!SIDES.some((s) => s.name === side)) {
     die(`--only takes sides among ${SIDES.map((s) => s.name).join(', ')}, not ${side}`);
@@ -138,7 +145,9 @@ const scenarios = opts.soak
   ? [SOAK]
   : wanted.length
     ? known.filter((s) => wanted.includes(s.name))
-    : SCENARIOS;
+    : opts['redis-cluster']
+      ? SCENARIOS.filter((s) => s.name === 'two-instances')
+      : SCENARIOS;
 
 const baselineArgv = () => opts['baseline-cmd'].split(/\s+/).filter(Boolean);
 /** The sides of the run; a scenario runs against those of them it lists in `sides`. */
@@ -152,6 +161,8 @@ const DEFAULT_SIDES = ['service', 'baseline'];
 
 const log = (line) => process.stderr.write(`${line}\n`);
 const postgres = new Postgres(opts.pg, { durableCommit: opts['durable-commit'] });
+/** With --redis-cluster: the cluster the services run on. */
+let redisCluster = null;
 let runCounter = 0;
 let seqCounter = 0;
 let current = null;
@@ -161,6 +172,7 @@ const snapshots = [];
 installExitHooks(async () => {
   await current?.cleanup();
   await stopSharedServers();
+  await redisCluster?.stop();
   await postgres.dropAll();
   snapshots.forEach((s) => s.remove());
 });
@@ -210,6 +222,7 @@ function baseContext() {
     verbose: opts.verbose,
     postgres,
     redisUrl: opts.redis,
+    redisClusterNodes: redisCluster?.seeds,
     log,
     pause: (ms) => sleep(ms),
   };
@@ -393,7 +406,16 @@ async function main() {
       snapshots.push(snapshot);
     }
   }
-  const [pgVersion, redisVersion] = await Promise.all([postgres.version(), redisInfo(opts.redis)]);
+  if (opts['redis-cluster']) {
+    redisCluster = await LocalRedisCluster.start({ echo: opts.verbose });
+    log(`bench: a local Redis Cluster of six nodes: ${redisCluster.seeds}`);
+  }
+  const [pgVersion, redisVersion] = await Promise.all([
+    postgres.version(),
+    redisCluster
+      ? redisCluster.version().then((v) => `${v} (cluster: 3 masters, 3 replicas)`)
+      : redisInfo(opts.redis),
+  ]);
   const stale = await postgres.dropStale();
   const staleKeys = await deleteStaleRedisKeys(opts.redis);
   const staleCopies = removeStaleSnapshots();
@@ -497,10 +519,12 @@ async function main() {
   const allScenarios = scenarios.length === (opts.soak ? 1 : SCENARIOS.length);
   const write = opts['no-write']
     ? false
-    : (opts.write ??
-      (!opts.quick &&
-        allScenarios &&
-        DEFAULT_SIDES.every((s) => targets.some((t) => t.name === s))));
+    : redisCluster
+      ? (opts.write ?? false)
+      : (opts.write ??
+        (!opts.quick &&
+          allScenarios &&
+          DEFAULT_SIDES.every((s) => targets.some((t) => t.name === s))));
   if (write) {
     const file = join(ROOT, 'BENCHMARKS.md');
     let text = updateBenchmarksFile(
@@ -522,6 +546,8 @@ async function main() {
     log(`bench: wrote the ${mode} table into BENCHMARKS.md`);
   }
   await stopSharedServers();
+  await redisCluster?.stop();
+  redisCluster = null;
   snapshots.forEach((s) => s.remove());
   log(`bench: finished in ${elapsedS} s${failed ? `, ${failed} scenario run(s) failed` : ''}`);
   return failed ? 1 : 0;

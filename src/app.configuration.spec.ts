@@ -86,6 +86,18 @@ describe("the application's configuration", () => {
       'Invalid configuration: set REDIS_URL or REDIS_SENTINELS, not both',
     ],
     [
+      { REDIS_URL: 'redis://a:6379', REDIS_CLUSTER_NODES: 'b:7000,c:7000' },
+      'Invalid configuration: set REDIS_CLUSTER_NODES or REDIS_URL, not both',
+    ],
+    [
+      { REDIS_SENTINELS: 'b:26379', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: 'c:7000' },
+      'Invalid configuration: set REDIS_CLUSTER_NODES or REDIS_SENTINELS, not both',
+    ],
+    [
+      { REDIS_CLUSTER_NODES: 'c:7000', REDIS_CLUSTER_TLS: 'yes' },
+      'Invalid configuration: REDIS_CLUSTER_TLS must be true or false (got "yes")',
+    ],
+    [
       { HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' },
       'Invalid configuration: HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS',
     ],

@@ -39,7 +39,10 @@ export class Instance {
         NODE_ENV: 'production',
         PORT: String(port),
         DATABASE_URL: ctx.postgres.urlFor(database),
-        REDIS_URL: ctx.redisUrl,
+        // On a cluster (--redis-cluster), its nodes instead of the one Redis.
+        ...(ctx.redisClusterNodes
+          ? { REDIS_URL: '', REDIS_CLUSTER_NODES: ctx.redisClusterNodes }
+          : { REDIS_URL: ctx.redisUrl }),
         REDIS_KEY_PREFIX: redisPrefix ?? ctx.redisPrefix,
         REDIS_CHANNEL: `${redisPrefix ?? ctx.redisPrefix}:events`,
         // The service's own default (info): its access log writes a line per request, as in

@@ -1,62 +1,35 @@
-import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { Subject } from 'rxjs';
 import { withTimeout } from '../common/with-timeout.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import { RedisConnections } from '../redis/redis-connections.js';
-import {
-  BusSubscription,
-  BusUnavailableError,
-  NameEventBus,
-  NameEventDelivery,
-} from './name-event-bus.js';
-
-/** What travels on the channel: the stored event and when its publish started. */
-type BusMessage = StoredNameEvent & { publishedAt: number };
-
-/** How often the subscriber connection, otherwise silent, asks Redis whether it is alive. */
-const SUBSCRIBER_PING_MS = 2_000;
+import { BusUnavailableError } from './name-event-bus.js';
+import { RedisPubSubBus } from './redis-pub-sub.bus.js';
 
 /**
- * Redis pub/sub between instances: one publisher connection and one subscriber connection
- * per instance, the subscription shared by all its listeners and held only while one of them
- * holds it. Subscribe and unsubscribe run one after the other, so the last call wins.
+ * Classic Redis pub/sub between instances (one server, or Sentinel's master): one publisher
+ * connection and one subscriber connection per instance.
  */
 @Injectable()
-export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnModuleDestroy {
-  readonly kind = 'redis';
-  private readonly logger = new Logger('RedisNameEventBus');
+export class RedisNameEventBus extends RedisPubSubBus implements OnModuleInit {
   private readonly publisher: Redis;
   private readonly subscriber: Redis;
   private readonly channel: string;
-  /** The deliveries of the current subscription; undefined while unsubscribed. */
-  private live?: Subject<NameEventDelivery>;
-  private holders = 0;
-  private operations: Promise<unknown> = Promise.resolve();
-  /**
-   * While subscribed: a PING now and then, so a Redis that stopped answering is noticed (by
-   * the response timeout) and the streams end, instead of waiting for events that never come.
-   */
-  private heartbeat?: NodeJS.Timeout;
 
-  constructor(
-    redis: RedisConnections,
-    private readonly metrics: MetricsService,
-  ) {
-    super();
+  constructor(redis: RedisConnections, metrics: MetricsService) {
+    super(metrics, 'RedisNameEventBus');
     this.channel = redis.key('name-events');
-    this.publisher = redis.create('publisher');
-    this.subscriber = redis.create('subscriber');
+    this.publisher = redis.create('publisher') as Redis;
+    this.subscriber = redis.create('subscriber') as Redis;
     this.subscriber.on('message', (_channel: string, message: string) => this.onMessage(message));
-    this.subscriber.on('close', () => this.onSubscriberLost());
+    this.subscriber.on('close', () => this.onSubscriptionLost('Redis subscriber connection lost'));
   }
 
   async publish(events: readonly StoredNameEvent[], publishedAt: number): Promise<number[]> {
     const pipeline = this.publisher.pipeline();
     for (const event of events) {
-      const message: BusMessage = { ...event, publishedAt };
-      pipeline.publish(this.channel, JSON.stringify(message));
+      pipeline.publish(this.channel, RedisPubSubBus.message(event, publishedAt));
     }
     let results: [Error | null, unknown][] | null;
     try {
@@ -70,25 +43,29 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
     return results!.map(([, receivers]) => receivers as number);
   }
 
-  subscribe(): Promise<BusSubscription> {
-    return this.serially(async () => {
-      if (!this.live) {
-        // Until the connection is ready (reconnecting, or still in its handshake), Redis is
-        // not reachable yet: the listener gets its 500 at once rather than a stream that
-        // would end when the handshake does.
-        if (this.subscriber.status !== 'ready') {
-          throw new BusUnavailableError(`Redis subscriber not ready (${this.subscriber.status})`);
-        }
-        try {
-          await this.subscriber.subscribe(this.channel);
-        } catch (error) {
-          throw new BusUnavailableError(`Redis subscribe failed: ${(error as Error).message}`);
-        }
-        this.live = new Subject();
-        this.startHeartbeat();
-      }
-      return this.hold(this.live);
-    });
+  protected async openSubscription(): Promise<void> {
+    // Until the connection is ready (reconnecting, or still in its handshake), Redis is not
+    // reachable yet: the listener gets its 500 at once rather than a stream that would end
+    // when the handshake does.
+    if (this.subscriber.status !== 'ready') {
+      throw new BusUnavailableError(`Redis subscriber not ready (${this.subscriber.status})`);
+    }
+    try {
+      await this.subscriber.subscribe(this.channel);
+    } catch (error) {
+      throw new BusUnavailableError(`Redis subscribe failed: ${(error as Error).message}`);
+    }
+  }
+
+  protected async closeSubscription(): Promise<void> {
+    if (this.subscriber.status !== 'ready') return;
+    await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
+  }
+
+  protected async beat(): Promise<void> {
+    // A failed PING needs no handling here: a timeout closes the connection, and the 'close'
+    // handler ends the subscription.
+    await this.subscriber.ping().catch(() => undefined);
   }
 
   /**
@@ -112,10 +89,6 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
     }
   }
 
-  onModuleDestroy(): void {
-    this.stopHeartbeat();
-  }
-
   async ping(): Promise<void> {
     await this.publisher.ping();
   }
@@ -130,71 +103,5 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
     } catch (error) {
       throw new BusUnavailableError(`Redis subscriber did not answer: ${(error as Error).message}`);
     }
-  }
-
-  private hold(live: Subject<NameEventDelivery>): BusSubscription {
-    this.holders++;
-    let held = true;
-    return {
-      deliveries$: live.asObservable(),
-      release: () => {
-        if (!held) return;
-        held = false;
-        // A subscription lost meanwhile has no holders left to count.
-        if (live !== this.live) return;
-        if (--this.holders === 0) void this.serially(() => this.unsubscribeIfUnheld());
-      },
-    };
-  }
-
-  private async unsubscribeIfUnheld(): Promise<void> {
-    if (this.holders > 0 || !this.live) return;
-    this.live.complete();
-    this.live = undefined;
-    this.stopHeartbeat();
-    if (this.subscriber.status !== 'ready') return;
-    await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
-  }
-
-  private startHeartbeat(): void {
-    this.heartbeat ??= setInterval(() => {
-      // A failed PING needs no handling here: a timeout closes the connection, and the
-      // 'close' handler ends the subscription.
-      this.subscriber.ping().catch(() => undefined);
-    }, SUBSCRIBER_PING_MS).unref();
-  }
-
-  private stopHeartbeat(): void {
-    clearInterval(this.heartbeat);
-    this.heartbeat = undefined;
-  }
-
-  private serially<T>(operation: () => Promise<T>): Promise<T> {
-    const result = this.operations.then(operation, operation);
-    this.operations = result.catch(() => undefined);
-    return result;
-  }
-
-  private onMessage(message: string): void {
-    if (!this.live) return;
-    let parsed: BusMessage;
-    try {
-      parsed = JSON.parse(message) as BusMessage;
-    } catch {
-      this.logger.error(`Dropped a malformed bus message: ${message.slice(0, 200)}`);
-      return;
-    }
-    const { publishedAt, ...event } = parsed;
-    this.metrics.publishToDelivery.observe(Math.max(0, Date.now() - publishedAt) / 1000);
-    this.live.next({ event, publishedAt });
-  }
-
-  /** The subscription died with the connection: whoever was listening may have missed events. */
-  private onSubscriberLost(): void {
-    this.stopHeartbeat();
-    const live = this.live;
-    this.live = undefined;
-    this.holders = 0;
-    live?.error(new BusUnavailableError('Redis subscriber connection lost'));
   }
 }

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/redis-connections.js';
 import { RateLimitRecord, RateLimitStore } from './rate-limit.store.js';
 
 // One round trip: count the hit in a fixed window; returns the hits and the window's ms left.
@@ -17,7 +17,7 @@ return {hits, redis.call('PTTL', KEYS[1])}
 export class RedisRateLimitStore extends RateLimitStore {
   private readonly logger = new Logger('RedisRateLimitStore');
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {
     super();

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-connections.js';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { withTimeout } from '../common/with-timeout.js';
@@ -49,18 +49,18 @@ export class RedisLeases extends Leases {
   private renewalDueAt = Infinity;
   /** Shared by every caller waiting for the connection. */
   private ready?: Promise<void>;
-  private connection?: Redis;
+  private connection?: RedisClient;
 
   constructor(
     /** Opens the leases' connection, on first use (closed with the others at shutdown). */
-    private readonly connect: () => Redis,
+    private readonly connect: () => RedisClient,
     private readonly keyPrefix: string,
   ) {
     super();
     this.description = `leases in Redis under ${this.keyOf('*')}`;
   }
 
-  private get redis(): Redis {
+  private get redis(): RedisClient {
     return (this.connection ??= this.connect());
   }
 

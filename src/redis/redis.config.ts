@@ -1,6 +1,6 @@
-import { IsOptional, IsString, Matches } from 'class-validator';
+import { IsBoolean, IsOptional, IsString, Matches } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
-import { HOST_PORT_LIST, parseHostPorts } from '../config/transforms.js';
+import { HOST_PORT_LIST, parseHostPorts, ToBoolean } from '../config/transforms.js';
 
 export class RedisVariables {
   @Variable(
@@ -38,33 +38,57 @@ export class RedisVariables {
   @IsString()
   REDIS_SENTINEL_PASSWORD?: string;
 
-  @Variable("with `REDIS_SENTINELS`: the master's ACL user", { default: 'unset' })
+  @Variable('`host:port,…`: seed nodes of a Redis Cluster (7.0 or later) instead of `REDIS_URL`', {
+    default: 'unset',
+  })
+  @IsOptional()
+  @Matches(HOST_PORT_LIST, { message: 'must be a comma-separated list of host:port' })
+  REDIS_CLUSTER_NODES?: string;
+
+  @Variable("`true`: TLS to the cluster's nodes (with `REDIS_CLUSTER_NODES`)")
+  @IsOptional()
+  @ToBoolean()
+  @IsBoolean({ message: 'must be true or false' })
+  REDIS_CLUSTER_TLS: boolean = false;
+
+  @Variable("with `REDIS_SENTINELS` or `REDIS_CLUSTER_NODES`: Redis's ACL user", {
+    default: 'unset',
+  })
   @IsOptional()
   @IsString()
   REDIS_USERNAME?: string;
 
-  @Variable("with `REDIS_SENTINELS`: the master's password", { default: 'unset', secret: true })
+  @Variable("with `REDIS_SENTINELS` or `REDIS_CLUSTER_NODES`: Redis's password", {
+    default: 'unset',
+    secret: true,
+  })
   @IsOptional()
   @IsString()
   REDIS_PASSWORD?: string;
 }
 
-/** Where Redis is: one server, or a Sentinel group. Unset: no Redis (one instance). */
+/** Where Redis is: one server, a Sentinel group or a cluster. Unset: no Redis (one instance). */
 export const redisConfig = defineConfig({
   namespace: 'redis',
-  description: 'Where Redis is: one server, or a Sentinel group. Unset: no Redis (one instance).',
+  description:
+    'Where Redis is: one server, a Sentinel group or a cluster. Unset: no Redis (one instance).',
   variables: RedisVariables,
   build: (env) => ({
     url: env.REDIS_URL,
     sentinels: parseHostPorts(env.REDIS_SENTINELS),
     sentinelMaster: env.REDIS_SENTINEL_MASTER,
     sentinelPassword: env.REDIS_SENTINEL_PASSWORD,
+    clusterNodes: parseHostPorts(env.REDIS_CLUSTER_NODES),
+    clusterTls: env.REDIS_CLUSTER_TLS,
     username: env.REDIS_USERNAME,
     password: env.REDIS_PASSWORD,
     keyPrefix: env.REDIS_KEY_PREFIX,
   }),
   check: (env) => {
     if (env.REDIS_SENTINELS && env.REDIS_URL) return 'set REDIS_URL or REDIS_SENTINELS, not both';
+    if (env.REDIS_CLUSTER_NODES && (env.REDIS_URL || env.REDIS_SENTINELS)) {
+      return `set REDIS_CLUSTER_NODES or ${env.REDIS_URL ? 'REDIS_URL' : 'REDIS_SENTINELS'}, not both`;
+    }
     if (Boolean(env.REDIS_SENTINELS) !== Boolean(env.REDIS_SENTINEL_MASTER)) {
       return 'REDIS_SENTINELS and REDIS_SENTINEL_MASTER go together';
     }

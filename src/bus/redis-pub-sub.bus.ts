@@ -1,0 +1,140 @@
+import { Logger, OnModuleDestroy } from '@nestjs/common';
+import { Subject } from 'rxjs';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import {
+  BusSubscription,
+  BusUnavailableError,
+  NameEventBus,
+  NameEventDelivery,
+} from './name-event-bus.js';
+
+/** What travels on the channel: the stored event and when its publish started. */
+type BusMessage = StoredNameEvent & { publishedAt: number };
+
+/** How often the subscriber connection, otherwise silent, asks Redis whether it is alive. */
+const SUBSCRIBER_PING_MS = 2_000;
+
+/**
+ * What the Redis buses share, whichever pub/sub they use (classic, or sharded on a cluster):
+ * one subscription per instance, shared by all its listeners and held only while one of them
+ * holds it. Subscribe and unsubscribe run one after the other, so the last call wins. A
+ * subscription that breaks is never mended behind its holders' backs: their streams fail, and
+ * their clients resume from their Last-Event-ID, which the database fills.
+ */
+export abstract class RedisPubSubBus extends NameEventBus implements OnModuleDestroy {
+  readonly kind = 'redis';
+  protected readonly logger: Logger;
+  /** The deliveries of the current subscription; undefined while unsubscribed. */
+  private live?: Subject<NameEventDelivery>;
+  private holders = 0;
+  private operations: Promise<unknown> = Promise.resolve();
+  /**
+   * While subscribed: a PING now and then, so a Redis that stopped answering is noticed (by
+   * the response timeout) and the streams end, instead of waiting for events that never come.
+   */
+  private heartbeat?: NodeJS.Timeout;
+
+  constructor(
+    private readonly metrics: MetricsService,
+    loggerName: string,
+  ) {
+    super();
+    this.logger = new Logger(loggerName);
+  }
+
+  /** Subscribes this instance's connection; rejects with BusUnavailableError. */
+  protected abstract openSubscription(): Promise<void>;
+
+  /** Ends the subscription (best effort: it is no longer wanted). */
+  protected abstract closeSubscription(): Promise<void>;
+
+  /** One beat of the heartbeat, while subscribed; must not reject. */
+  protected abstract beat(): Promise<void>;
+
+  subscribe(): Promise<BusSubscription> {
+    return this.serially(async () => {
+      if (!this.live) {
+        await this.openSubscription();
+        this.live = new Subject();
+        this.startHeartbeat();
+      }
+      return this.hold(this.live);
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.stopHeartbeat();
+  }
+
+  /** True while this instance holds a subscription for its listeners. */
+  protected get subscribed(): boolean {
+    return this.live !== undefined;
+  }
+
+  protected onMessage(message: string): void {
+    if (!this.live) return;
+    let parsed: BusMessage;
+    try {
+      parsed = JSON.parse(message) as BusMessage;
+    } catch {
+      this.logger.error(`Dropped a malformed bus message: ${message.slice(0, 200)}`);
+      return;
+    }
+    const { publishedAt, ...event } = parsed;
+    this.metrics.publishToDelivery.observe(Math.max(0, Date.now() - publishedAt) / 1000);
+    this.live.next({ event, publishedAt });
+  }
+
+  /** The subscription died: whoever was listening may have missed events. */
+  protected onSubscriptionLost(reason: string): void {
+    this.stopHeartbeat();
+    const live = this.live;
+    this.live = undefined;
+    this.holders = 0;
+    live?.error(new BusUnavailableError(reason));
+  }
+
+  protected static message(event: StoredNameEvent, publishedAt: number): string {
+    const message: BusMessage = { ...event, publishedAt };
+    return JSON.stringify(message);
+  }
+
+  private hold(live: Subject<NameEventDelivery>): BusSubscription {
+    this.holders++;
+    let held = true;
+    return {
+      deliveries$: live.asObservable(),
+      release: () => {
+        if (!held) return;
+        held = false;
+        // A subscription lost meanwhile has no holders left to count.
+        if (live !== this.live) return;
+        if (--this.holders === 0) void this.serially(() => this.unsubscribeIfUnheld());
+      },
+    };
+  }
+
+  private async unsubscribeIfUnheld(): Promise<void> {
+    if (this.holders > 0 || !this.live) return;
+    this.live.complete();
+    this.live = undefined;
+    this.stopHeartbeat();
+    await this.closeSubscription();
+  }
+
+  private startHeartbeat(): void {
+    this.heartbeat ??= setInterval(() => void this.beat(), SUBSCRIBER_PING_MS).unref();
+  }
+
+  private stopHeartbeat(): void {
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+  }
+
+  private serially<T>(operation: () => Promise<T>): Promise<T> {
+    const result = this.operations.then(operation, operation);
+    this.operations = result.catch(() => undefined);
+    return result;
+  }
+}

@@ -1,0 +1,227 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import type { Cluster, Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { withTimeout } from '../common/with-timeout.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import { RedisConnections } from '../redis/redis-connections.js';
+import { BusUnavailableError } from './name-event-bus.js';
+import { RedisPubSubBus } from './redis-pub-sub.bus.js';
+
+/**
+ * How long an instance counts as listening after it last said so (it says so every beat, and
+ * its last holder's leaving unlists it). Long enough to outlast a failover (managed clusters
+ * take up to about 30 s), so "no listener" is never claimed while listeners wait for their
+ * shard to come back; an instance that died with listeners is counted that long after.
+ */
+const LISTENING_TTL_MS = 30_000;
+/** How many MOVED replies a subscribe follows before it gives up (the map is changing). */
+const MAX_REDIRECTIONS = 3;
+// Entries expire by Redis's clock, not the instances' (which may disagree).
+const NOW_MS = `local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+// This instance listens for ARGV[1] ms more.
+const ANNOUNCE = `${NOW_MS}
+return redis.call('zadd', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])`;
+// The instances listening now, forgetting the expired ones.
+const LISTENING = `${NOW_MS}
+redis.call('zremrangebyscore', KEYS[1], '-inf', now)
+return redis.call('zcard', KEYS[1])`;
+
+type Node = { host: string; port: number };
+
+/**
+ * Sharded pub/sub on a Redis Cluster (`SPUBLISH` / `SSUBSCRIBE`, Redis 7+): the channel lives
+ * on the shard that owns its slot, and SPUBLISH counts the receivers of that shard only.
+ *
+ * The subscription is held on a connection of the bus's own to the slot's master, not through
+ * ioredis's `shardedSubscribers`: those connections are private and re-subscribe silently
+ * after a failover or a slot migration, so the bus could not tell its streams that live
+ * delivery broke (they must end, and resume from the database) nor when it is back. Here the
+ * connection closing, or Redis unsubscribing it because the slot moved, ends the streams.
+ *
+ * "No listener on any instance" stays exact while subscriptions are being re-established: each
+ * instance with listeners keeps an entry in `{prefix:name-events}:listening` (the channel's
+ * slot), renewed every beat. A publish that reached no one while an instance says it listens
+ * is the bus-unavailable error, not "no listener".
+ */
+@Injectable()
+export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModuleInit {
+  private readonly publisher: Cluster;
+  private readonly channel: string;
+  private readonly listening: string;
+  private readonly token = `${hostname()}:${process.pid}:${randomUUID()}`;
+  private subscriber?: Redis;
+  /** Where the channel's slot was last found: asked first next time. */
+  private owner?: Node;
+
+  constructor(
+    private readonly redis: RedisConnections,
+    metrics: MetricsService,
+  ) {
+    super(metrics, 'ShardedRedisNameEventBus');
+    this.channel = redis.slotKey('name-events');
+    this.listening = `${this.channel}:listening`;
+    this.publisher = redis.create('publisher') as Cluster;
+  }
+
+  async publish(events: readonly StoredNameEvent[], publishedAt: number): Promise<number[]> {
+    const pipeline = this.publisher.pipeline();
+    for (const event of events) {
+      pipeline.spublish(this.channel, RedisPubSubBus.message(event, publishedAt));
+    }
+    let results: [Error | null, unknown][] | null;
+    try {
+      results = await pipeline.exec();
+    } catch (error) {
+      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
+    }
+    const failed =
+      results?.find(([error]) => error) ?? (results ? undefined : [new Error('no reply')]);
+    if (failed) throw new BusUnavailableError(`Redis publish failed: ${failed[0]!.message}`);
+    const receivers = results!.map(([, count]) => count as number);
+    if (receivers.includes(0) && (await this.listeningInstances()) > 0) {
+      throw new BusUnavailableError('Redis subscriptions are being re-established');
+    }
+    return receivers;
+  }
+
+  protected async openSubscription(): Promise<void> {
+    let node = this.owner ?? this.anyMaster();
+    for (let redirections = 0; node; redirections++) {
+      const connection = this.redis.createNode('subscriber', node);
+      let master: Node | undefined;
+      try {
+        await withTimeout(ready(connection), 3_000);
+        // A replica accepts SSUBSCRIBE for its master's slots and gets the messages, but
+        // SPUBLISH counts the master's subscribers only: subscribe on the master.
+        master = await masterOf(connection);
+        if (!master) await connection.ssubscribe(this.channel);
+      } catch (error) {
+        connection.disconnect();
+        const message = (error as Error).message ?? String(error);
+        const moved = /^MOVED \d+ (.+):(\d+)$/.exec(message);
+        if (!moved || redirections === MAX_REDIRECTIONS) {
+          this.owner = undefined;
+          throw new BusUnavailableError(`Redis subscribe failed: ${message}`);
+        }
+        node = { host: moved[1], port: Number(moved[2]) };
+        continue;
+      }
+      if (master) {
+        connection.disconnect();
+        if (redirections === MAX_REDIRECTIONS) {
+          throw new BusUnavailableError('Redis subscribe failed: no master found for the channel');
+        }
+        node = master;
+        continue;
+      }
+      this.owner = node;
+      this.subscriber = connection;
+      connection.on('smessage', (_channel: string, message: string) => this.onMessage(message));
+      connection.once('close', () => this.lose(connection, 'Redis subscriber connection lost'));
+      // Redis unsubscribed it: the slot moved to another node.
+      connection.once('moved', () => this.lose(connection, 'the bus channel slot moved'));
+      try {
+        await this.announce();
+      } catch (error) {
+        this.drop();
+        throw new BusUnavailableError(`Redis subscribe failed: ${(error as Error).message}`);
+      }
+      return;
+    }
+    throw new BusUnavailableError('Redis Cluster: no master node known');
+  }
+
+  protected async closeSubscription(): Promise<void> {
+    // Unlisted first: between the two, a publish reaches this instance, not "no listener".
+    await this.publisher.zrem(this.listening, this.token).catch(() => undefined);
+    this.drop();
+  }
+
+  protected async beat(): Promise<void> {
+    // A failed PING needs no handling: a timeout closes the connection, which ends the streams.
+    await Promise.all([
+      this.subscriber?.ping().catch(() => undefined),
+      this.announce().catch(() => undefined),
+    ]);
+  }
+
+  async onModuleInit(): Promise<void> {
+    const ready = new Promise<void>((resolve, reject) => {
+      this.publisher.once('ready', () => resolve());
+      this.publisher.once('error', reject);
+    });
+    try {
+      if (this.publisher.status !== 'ready') await withTimeout(ready, 3_000);
+    } catch {
+      this.logger.error('Redis is not reachable yet; publishing and listening fail until it is');
+    }
+  }
+
+  /** A command on the channel's slot: the bus is up when the shard that carries it answers. */
+  async ping(): Promise<void> {
+    await this.publisher.exists(this.listening);
+  }
+
+  /** A round trip on the subscriber connection, which the shard answers after its messages. */
+  async flush(): Promise<void> {
+    try {
+      await this.subscriber?.ping();
+    } catch (error) {
+      throw new BusUnavailableError(`Redis subscriber did not answer: ${(error as Error).message}`);
+    }
+  }
+
+  /** This instance listens (for the next LISTENING_TTL_MS). */
+  private async announce(): Promise<void> {
+    if (!this.subscribed && !this.subscriber) return;
+    await this.publisher.eval(ANNOUNCE, 1, this.listening, LISTENING_TTL_MS, this.token);
+  }
+
+  private async listeningInstances(): Promise<number> {
+    try {
+      return (await this.publisher.eval(LISTENING, 1, this.listening)) as number;
+    } catch (error) {
+      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
+    }
+  }
+
+  private lose(connection: Redis, reason: string): void {
+    if (this.subscriber !== connection) return;
+    // Its node may not own the slot any more, or not be a master.
+    this.owner = undefined;
+    this.drop();
+    this.onSubscriptionLost(reason);
+  }
+
+  private drop(): void {
+    const connection = this.subscriber;
+    this.subscriber = undefined;
+    connection?.removeAllListeners('smessage');
+    connection?.disconnect();
+  }
+
+  private anyMaster(): Node | undefined {
+    const [master] = this.publisher.nodes('master');
+    return master && { host: master.options.host!, port: master.options.port! };
+  }
+}
+
+/** The master of the node `connection` is on, when that node is a replica. */
+async function masterOf(connection: Redis): Promise<Node | undefined> {
+  const [role, host, port] = (await connection.role()) as [string, string, number];
+  return role === 'slave' ? { host, port: Number(port) } : undefined;
+}
+
+/** Resolves when the connection is ready; rejects (with its last error) when it ends first. */
+function ready(connection: Redis): Promise<void> {
+  if (connection.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let last: Error | undefined;
+    connection.on('error', (error: Error) => (last = error));
+    connection.once('ready', () => resolve());
+    connection.once('end', () => reject(last ?? new Error('the connection to the node ended')));
+  });
+}
