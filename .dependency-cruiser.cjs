@@ -3,15 +3,10 @@
  *
  * A feature folder uses another only through what that folder offers: its Nest module and
  * the files of what the module exports (services, guards, health indicators, the name-event
-<<<<<<< HEAD
  * domain's types, entities and repository, the bus interface, the Redis connections) and
  * the event's wire schema, which the publish body defines and the stream and history derive.
- * Everything else in a folder is its own business. `common/` and `config/` are shared by all.
-=======
- * domain's types, entities and repository, the bus interface, the Redis connections).
  * Everything else in a folder is its own business. `common/`, `config/` and `platform/` (the
  * adaptations of Express, Node's HTTP server and Nest) are shared by all.
->>>>>>> w/http
  */
 const PUBLIC_FILE = [
   '[.](module|service|types|guard|health|entity|repository|decorator)[.]ts$',
