@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { NO_LISTENERS, PUBLISH, PUBLISHED } from './api.js';
 import type { NameEventBody } from './events.js';
 import { http, type HttpResult } from './http.js';
-import { ADMIN_AUTH } from './privacy.js';
+import { ADMIN_AUTH, ADMIN_TOKEN } from './privacy.js';
 
 /** The webhook-endpoint routes, as the tests call them (with the admin token unless told). */
 
@@ -85,3 +85,25 @@ export function signatureValid(secret: string, headers: Record<string, string>, 
 }
 
 export type { HttpResult };
+
+/** The webhook apps' environment: the admin token, loopback receivers, quick polls. */
+export const WEBHOOK_ENV = {
+  ADMIN_TOKEN,
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  WEBHOOK_POLL_MS: '100',
+  CONSUMER_POLL_MS: '100',
+};
+
+/** The four fields of an event, as a body or a delivery's `data` carries them. */
+export function fieldsOf({ userId, type, name, changedAt }: NameEventBody) {
+  return { userId, type, name, changedAt };
+}
+
+/** A delivery counter of one endpoint on an instance's metrics. */
+export function deliveries(id: string, outcome: string): string {
+  return `name_history_webhook_deliveries_total{endpoint="${id}",outcome="${outcome}"}`;
+}
+
+export function pendingSeries(id: string): string {
+  return `name_history_webhook_pending_events{endpoint="${id}"}`;
+}
