@@ -63,6 +63,23 @@ describe('webhook receivers that fail', () => {
     expect(await metric(fx.url, deliveries(id, 'delivered'))).toBe(2);
   });
 
+  it('never follows a redirect: a 3xx is an answer without a 2xx', async () => {
+    const elsewhere = await WebhookReceiver.start();
+    try {
+      receiver.answer = (_request, index) =>
+        index === 0 ? { status: 307, headers: { location: elsewhere.url } } : { status: 200 };
+      const { id } = await register();
+      const event = nameEvent();
+      await store(fx.url, event);
+      await waitFor('the retry', () => receiver.received.length >= 2);
+      expect(receiver.data.map(fieldsOf)).toEqual([event, event].map(fieldsOf));
+      expect(elsewhere.received).toEqual([]);
+      expect(await metric(fx.url, deliveries(id, 'rejected'))).toBe(1);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
   it('stops at a 410 Gone: failingSince set, pending still counting, nothing more sent', async () => {
     receiver.answer = () => ({ status: 410 });
     const { id } = await register();

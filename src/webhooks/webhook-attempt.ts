@@ -31,7 +31,7 @@ export class SenderAgents {
 /**
  * One POST of `request` to `url`, connecting only to `addresses` (vetted: the name is not
  * resolved again), following no redirect, answered within ANSWER_TIMEOUT_MS, its body read
- * up to ANSWER_BODY_LIMIT. Never rejects.
+ * up to ANSWER_BODY_LIMIT. Cut short when `signal` aborts (an error). Never rejects.
  */
 export function attemptDelivery(
   url: URL,
@@ -39,6 +39,7 @@ export function attemptDelivery(
   format: WebhookFormat,
   request: WebhookRequest,
   agents: SenderAgents,
+  signal: AbortSignal,
 ): Promise<AttemptOutcome> {
   const lookup: LookupFunction = (_host, options, callback) => {
     if (options.all)
@@ -62,6 +63,7 @@ export function attemptDelivery(
       method: 'POST',
       agent: secure ? agents.https : agents.http,
       lookup,
+      signal,
       headers: {
         'content-type': 'application/json',
         'content-length': String(body.length),

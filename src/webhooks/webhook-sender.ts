@@ -80,8 +80,10 @@ export async function runSender(
         continue;
       }
       const at = new Date();
-      const outcome = await attempt(next, at, deps, agents);
+      const outcome = await attempt(next, at, deps, agents, signal);
       const kind = outcomeOf(outcome);
+      // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
+      if (signal.aborted && kind !== 'delivered') return;
       deps.attempted(kind);
       try {
         if (kind === 'delivered') {
@@ -108,12 +110,13 @@ async function attempt(
   at: Date,
   deps: SenderDeps,
   agents: SenderAgents,
+  signal: AbortSignal,
 ): Promise<AttemptOutcome | { kind: 'refused' }> {
   const url = new URL(next.url);
   try {
     const addresses = await vetTarget(url, deps.allowPrivateTargets, deps.resolve);
     const request = webhookRequest(next.format, next.event!, next.secret, at);
-    return await attemptDelivery(url, addresses, next.format, request, agents);
+    return await attemptDelivery(url, addresses, next.format, request, agents, signal);
   } catch (error) {
     if (error instanceof TargetRefusedError) return { kind: 'refused' };
     return { kind: 'error', message: (error as Error).message };
