@@ -75,7 +75,7 @@ describe('webhooks and what is erased or deleted', () => {
         timeoutMs: 20_000,
       });
       expect(delivered()).toEqual([blocker, kept, sentinel].map(fieldsOf));
-      expect(await pendingOf(id)).toBe(0);
+      await waitFor('nothing pending', async () => (await pendingOf(id)) === 0);
     },
     30_000,
   );

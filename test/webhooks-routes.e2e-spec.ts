@@ -84,7 +84,8 @@ describe('the webhook-endpoint routes', () => {
   });
 
   it('answers 401 without the admin token, or with a wrong one', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong-token-wrong-token' }]) {
+    const wrong = { authorization: 'Bearer wrong-token-wrong-token' };
+    for (const headers of [{}, wrong] as Record<string, string>[]) {
       for (const res of [
         await api().create({ url: 'http://127.0.0.1:9/' }, headers),
         await api().list(headers),

@@ -55,7 +55,7 @@ describe('standard webhooks', () => {
     await waitFor('the sentinel', () => receiver.data.some((d) => d.userId === sentinel.userId));
 
     expect(receiver.data.map(fieldsOf)).toEqual([...bodies, sentinel].map(fieldsOf));
-    const storedIds = [];
+    const storedIds: string[] = [];
     for (const body of [...bodies, sentinel]) storedIds.push(...(await idsOf(body.userId)));
     expect(receiver.data.map((d) => d.id)).toEqual(storedIds);
     for (const request of receiver.received) {

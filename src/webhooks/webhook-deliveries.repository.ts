@@ -3,24 +3,35 @@ import { SqlService } from '../database/sql.service.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import type { WebhookFormat } from './webhook-endpoint.entity.js';
 
-/** What a sender needs for its next attempt. */
-export interface NextDelivery {
+/** An endpoint as its sender needs it. */
+export interface SenderEndpoint {
   url: string;
   format: WebhookFormat;
   secret: string | null;
   /** It answered 410 Gone: nothing more is sent to it. */
   gone: boolean;
-  /** The oldest event queued for it, if any. */
-  event?: StoredNameEvent;
 }
 
-interface NextRow extends Omit<NextDelivery, 'event'> {
+interface QueuedRow extends SenderEndpoint {
   eventId: string | null;
   userId: string;
   type: StoredNameEvent['type'];
   name: string;
   changedAt: Date;
 }
+
+/** Records a 2xx (of `$2`, unless null): the delivery dequeued, the endpoint no longer failing. */
+const ACK = `done AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2),
+  moved AS (UPDATE webhook_endpoints SET last_delivered_event_id = $2, failing_since = NULL
+             WHERE id = $1 AND $2::bigint IS NOT NULL)`;
+/**
+ * The same within a batch: the endpoint's row is written only when it was failing (its
+ * last delivered id is brought up to date at the end of the batch), so a stream of 2xx costs
+ * one small DELETE each, not a new version of the endpoint's row.
+ */
+const ACK_WITHIN_BATCH = `done AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2),
+  moved AS (UPDATE webhook_endpoints SET last_delivered_event_id = $2, failing_since = NULL
+             WHERE id = $1 AND $2::bigint IS NOT NULL AND failing_since IS NOT NULL)`;
 
 /** Every query on webhook_deliveries and the queue's position. */
 @Injectable()
@@ -57,43 +68,72 @@ export class WebhookDeliveriesRepository {
     });
   }
 
-  /** The endpoint and its oldest queued event; undefined when the endpoint is deleted. */
-  async next(endpointId: string): Promise<NextDelivery | undefined> {
-    const [row] = await this.sql.query<NextRow>({
-      name: 'webhook-next-delivery',
-      text: `SELECT w.url, w.format, w.secret, w.gone_at IS NOT NULL AS gone,
+  /**
+   * Records the 2xx of `delivered` (if any), and reads the endpoint and its oldest queued
+   * events after it (at most `limit`), in one statement; undefined when the endpoint is
+   * deleted.
+   */
+  async next(
+    endpointId: string,
+    delivered: string | null,
+    limit: number,
+  ): Promise<{ endpoint: SenderEndpoint; events: StoredNameEvent[] } | undefined> {
+    const rows = await this.sql.query<QueuedRow>({
+      name: 'webhook-next-deliveries',
+      text: `WITH ${ACK}
+             SELECT w.url, w.format, w.secret, w.gone_at IS NOT NULL AS gone,
                     e.id::text AS "eventId", e.user_id AS "userId", e.type, e.name,
                     e.changed_at AS "changedAt"
                FROM webhook_endpoints w
                LEFT JOIN LATERAL (SELECT d.event_id FROM webhook_deliveries d
-                                   WHERE d.endpoint_id = w.id
-                                   ORDER BY d.event_id LIMIT 1) d ON true
+                                   WHERE d.endpoint_id = w.id AND d.event_id > coalesce($2, 0)
+                                   ORDER BY d.event_id LIMIT $3) d ON true
                LEFT JOIN name_change_events e ON e.id = d.event_id
-              WHERE w.id = $1`,
-      values: [endpointId],
+              WHERE w.id = $1
+              ORDER BY d.event_id`,
+      values: [endpointId, delivered, limit],
     });
-    if (!row) return undefined;
-    const { url, format, secret, gone } = row;
-    const event =
-      row.eventId === null
-        ? undefined
-        : {
-            id: row.eventId,
-            userId: row.userId,
-            type: row.type,
-            name: row.name,
-            changedAt: row.changedAt.toISOString(),
-          };
-    return { url, format, secret, gone, event };
+    if (rows.length === 0) return undefined;
+    const { url, format, secret, gone } = rows[0];
+    const events = rows
+      .filter((row) => row.eventId !== null)
+      .map((row) => ({
+        id: row.eventId!,
+        userId: row.userId,
+        type: row.type,
+        name: row.name,
+        changedAt: row.changedAt.toISOString(),
+      }));
+    return { endpoint: { url, format, secret, gone }, events };
   }
 
-  /** The endpoint got a 2xx for the event: dequeued, and the endpoint no longer failing. */
+  /**
+   * Records the 2xx of `delivered` (if any), and tells whether `eventId` is still to be sent:
+   * the endpoint is there and has not answered 410, and the event is queued (not erased).
+   * Undefined when the endpoint is deleted. One statement: a sender makes it before each
+   * attempt but the first of a batch `next` has just read.
+   */
+  async stillQueued(
+    endpointId: string,
+    delivered: string | null,
+    eventId: string,
+  ): Promise<boolean | undefined> {
+    const [row] = await this.sql.query<{ queued: boolean }>({
+      name: 'webhook-still-queued',
+      text: `WITH ${ACK_WITHIN_BATCH}
+             SELECT w.gone_at IS NULL AND EXISTS (SELECT 1 FROM webhook_deliveries d
+                                                   WHERE d.endpoint_id = w.id AND d.event_id = $3) AS queued
+               FROM webhook_endpoints w WHERE w.id = $1`,
+      values: [endpointId, delivered, eventId],
+    });
+    return row?.queued;
+  }
+
+  /** Records the 2xx of `eventId`. */
   async delivered(endpointId: string, eventId: string): Promise<void> {
     await this.sql.query({
       name: 'webhook-delivered',
-      text: `WITH done AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2)
-             UPDATE webhook_endpoints SET last_delivered_event_id = $2, failing_since = NULL
-              WHERE id = $1`,
+      text: `WITH ${ACK} SELECT 1`,
       values: [endpointId, eventId],
     });
   }

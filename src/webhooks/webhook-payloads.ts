@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import type { WebhookFormat } from './webhook-endpoint.entity.js';
 
@@ -22,9 +22,23 @@ export function newSecret(): string {
  * would add two dependencies for it.
  */
 export function sign(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+  const key = keyOf(secret);
   const mac = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64');
   return `v1,${mac}`;
+}
+
+/** Each secret's key, made once: a key object per HMAC was a visible share of a delivery's CPU. */
+const keys = new Map<string, KeyObject>();
+const MAX_KEYS = 1_000;
+
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size >= MAX_KEYS) keys.clear();
+    key = createSecretKey(Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64'));
+    keys.set(secret, key);
+  }
+  return key;
 }
 
 /** The event as a `standard` endpoint gets it, signed, for an attempt at `now`. */

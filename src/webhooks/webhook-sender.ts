@@ -2,7 +2,11 @@ import { Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import { attemptDelivery, SenderAgents, type AttemptOutcome } from './webhook-attempt.js';
 import { retryDelayMs } from './webhook-backoff.js';
-import type { NextDelivery, WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import type {
+  SenderEndpoint,
+  WebhookDeliveriesRepository,
+} from './webhook-deliveries.repository.js';
 import { webhookRequest } from './webhook-payloads.js';
 import { TargetRefusedError, vetTarget, type Resolve } from './webhook-targets.js';
 
@@ -48,11 +52,17 @@ export class SenderWake {
   }
 }
 
+/** Queued events read at once: the first is sent at once, each next one after a check. */
+const BATCH = 100;
+
 /**
  * The deliveries of one endpoint, while this instance holds its lease: the oldest queued
- * event, attempted until it gets a 2xx (then dequeued), retried with back-off otherwise,
- * then the next one: in id order, one at a time. Ends when `signal` aborts (the lease lost,
- * the endpoint deleted here, shutdown) or the endpoint is found deleted.
+ * event, attempted until it gets a 2xx, retried with back-off otherwise, then the next one:
+ * in id order, one at a time. Events are read a batch at a time; before each attempt but the
+ * first of a batch, one statement records the previous 2xx and checks the endpoint and the
+ * event are still there (a DELETE, a 410 or an erasure since the read stops it). Ends when
+ * `signal` aborts (the lease lost, the endpoint deleted here, shutdown) or the endpoint is
+ * found deleted.
  */
 export async function runSender(
   endpointId: string,
@@ -62,61 +72,89 @@ export async function runSender(
 ): Promise<void> {
   const logger = new Logger('Webhooks');
   const agents = new SenderAgents();
+  let endpoint: SenderEndpoint | undefined;
+  let batch: StoredNameEvent[] = [];
+  /** Got its 2xx, not recorded yet: the next statement records it. */
+  let delivered: string | null = null;
+  /** The batch's first event was just read: no check before its first attempt. */
+  let fresh = false;
   let failures = 0;
   try {
     while (!signal.aborted) {
-      wake.look();
-      let next: NextDelivery | undefined;
       try {
-        next = await deps.deliveries.next(endpointId);
+        if (batch.length === 0) {
+          wake.look();
+          const next = await deps.deliveries.next(endpointId, delivered, BATCH);
+          delivered = null;
+          if (!next) return;
+          ({ endpoint, events: batch } = next);
+          if (endpoint.gone) batch = [];
+          fresh = true;
+          if (batch.length === 0) await wake.wait(deps.pollMs, signal);
+          continue;
+        }
+        if (!fresh) {
+          const queued = await deps.deliveries.stillQueued(endpointId, delivered, batch[0].id);
+          delivered = null;
+          if (queued === undefined) return;
+          if (!queued) {
+            batch = [];
+            continue;
+          }
+        }
       } catch (error) {
         logger.warn(`Endpoint ${endpointId}: ${(error as Error).message}`);
         await pause(deps.pollMs, signal);
         continue;
       }
-      if (!next) return;
-      if (next.gone || !next.event || signal.aborted) {
-        await wake.wait(deps.pollMs, signal);
-        continue;
-      }
+      fresh = false;
+      const event = batch[0];
       const at = new Date();
-      const outcome = await attempt(next, at, deps, agents, signal);
+      const outcome = await attempt(endpoint!, event, at, deps, agents, signal);
       const kind = outcomeOf(outcome);
       // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
       if (signal.aborted && kind !== 'delivered') return;
       deps.attempted(kind);
-      try {
-        if (kind === 'delivered') {
-          failures = 0;
-          await deps.deliveries.delivered(endpointId, next.event.id);
-          continue;
-        }
-        await deps.deliveries.failed(endpointId, at, kind === 'gone');
-      } catch (error) {
-        logger.warn(`Endpoint ${endpointId}: ${(error as Error).message}`);
+      if (kind === 'delivered') {
+        failures = 0;
+        delivered = event.id;
+        batch.shift();
+        continue;
       }
-      if (kind === 'gone') continue;
+      await deps.deliveries
+        .failed(endpointId, at, kind === 'gone')
+        .catch((error: Error) => logger.warn(`Endpoint ${endpointId}: ${error.message}`));
+      if (kind === 'gone') {
+        batch = [];
+        continue;
+      }
       failures += 1;
       const retryAfterMs = outcome.kind === 'answered' ? outcome.retryAfterMs : undefined;
       await pause(retryDelayMs(failures, retryAfterMs), signal);
     }
   } finally {
     agents.destroy();
+    if (delivered !== null) {
+      await deps.deliveries
+        .delivered(endpointId, delivered)
+        .catch((error: Error) => logger.warn(`Endpoint ${endpointId}: ${error.message}`));
+    }
   }
 }
 
 async function attempt(
-  next: NextDelivery,
+  endpoint: SenderEndpoint,
+  event: StoredNameEvent,
   at: Date,
   deps: SenderDeps,
   agents: SenderAgents,
   signal: AbortSignal,
 ): Promise<AttemptOutcome | { kind: 'refused' }> {
-  const url = new URL(next.url);
+  const url = new URL(endpoint.url);
   try {
     const addresses = await vetTarget(url, deps.allowPrivateTargets, deps.resolve);
-    const request = webhookRequest(next.format, next.event!, next.secret, at);
-    return await attemptDelivery(url, addresses, next.format, request, agents, signal);
+    const request = webhookRequest(endpoint.format, event, endpoint.secret, at);
+    return await attemptDelivery(url, addresses, endpoint.format, request, agents, signal);
   } catch (error) {
     if (error instanceof TargetRefusedError) return { kind: 'refused' };
     return { kind: 'error', message: (error as Error).message };

@@ -44,7 +44,13 @@ export class WebhookReceiver {
   }
 
   /** The bodies' `data` (standard format), in the order received. */
-  get data(): { id: string; userId: string; type: string; name: string; changedAt: string }[] {
+  get data(): {
+    id: string;
+    userId: string;
+    type: 'username' | 'displayname';
+    name: string;
+    changedAt: string;
+  }[] {
     return this.received.map((r) => (r.json as { data: never }).data);
   }
 
