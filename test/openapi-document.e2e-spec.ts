@@ -1,10 +1,8 @@
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
-import { readFileSync } from 'node:fs';
 import { redisEnv, startApp, type TestApp } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import { http, type HttpResult } from './support/http.js';
 import { SseStream } from './support/sse.js';
+import { documentedEvent, openApiDocument } from './support/openapi-document.js';
 
 interface Example {
   operationId: string;
@@ -14,27 +12,7 @@ interface Example {
   example: unknown;
 }
 
-// ajv-formats is CommonJS with a default export.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-
-interface Operation {
-  operationId: string;
-  summary?: string;
-  description?: string;
-  tags?: string[];
-  requestBody?: { content: Record<string, { schema: object }> };
-  responses: Record<string, { content?: Record<string, { example?: unknown }> }>;
-}
-const document = JSON.parse(readFileSync('openapi/openapi.json', 'utf8')) as {
-  paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, object>; schemas: Record<string, object> };
-};
-const operations = Object.entries(document.paths).flatMap(([path, byMethod]) =>
-  Object.entries(byMethod).map(([method, operation]) => ({
-    name: `${method.toUpperCase()} ${path}`,
-    operation,
-  })),
-);
+const document = openApiDocument;
 
 /** Every error the document shows, with its example body. */
 const examples: Example[] = Object.entries(document.paths).flatMap(([path, operations]) =>
@@ -61,13 +39,7 @@ const ADMINISTRATION = [
   ['optIn', 'DELETE', 'opt-out'],
   ['getOptOut', 'GET', 'opt-out'],
 ] as const;
-const event = (fields: Record<string, unknown> = {}) => ({
-  userId: 'documented',
-  type: 'username',
-  name: 'n',
-  changedAt: '2024-06-07T15:30:00.000Z',
-  ...fields,
-});
+const event = documentedEvent;
 
 /**
  * The document says what is sent: each error it shows, the service answers with exactly
@@ -203,64 +175,5 @@ describe('the OpenAPI document against the answers sent', () => {
       message: 'userId must be between 1 and 64 characters long',
       code: 400,
     });
-  });
-});
-
-/** What generators other than openapi-typescript read in the document (README, "OpenAPI"). */
-describe('the OpenAPI document, as other generators read it', () => {
-  it('describes every operation', () => {
-    const undescribed = operations.filter(
-      ({ operation }) => !operation.summary?.trim() || !operation.description?.trim(),
-    );
-    expect(undescribed.map(({ name }) => name)).toEqual([]);
-  });
-
-  it('closes every request body, so a validator generated from it refuses what the service refuses', () => {
-    // A plain JSON Schema validator, as generated validators are: no closing of its own.
-    const ajv = addFormats(new Ajv({ strict: false }));
-    ajv.addSchema({ components: document.components }, 'openapi');
-    const bodies = operations.flatMap(({ name, operation }) =>
-      Object.values(operation.requestBody?.content ?? {}).map(({ schema }) => ({ name, schema })),
-    );
-    expect(bodies.map(({ name }) => name)).toEqual(['POST /api/webhooks/prevnames']);
-    for (const { schema } of bodies) {
-      const validate = ajv.compile(
-        JSON.parse(JSON.stringify(schema).replaceAll('"#/', '"openapi#/')) as object,
-      );
-      expect(validate(event())).toBe(true);
-      // The service answers these with 400 `property extra should not exist` (publish-validation).
-      expect(validate(event({ extra: 1 }))).toBe(false);
-      expect(ajv.errorsText(validate.errors)).toBe('data must NOT have additional properties');
-    }
-  });
-
-  it('says the bearer tokens are opaque strings, not JWTs', () => {
-    const { securitySchemes } = document.components;
-    expect(Object.keys(securitySchemes).sort()).toEqual(['admin', 'bearer']);
-    for (const scheme of Object.values(securitySchemes)) {
-      expect(scheme).toEqual({
-        type: 'http',
-        scheme: 'bearer',
-        description: expect.stringContaining(
-          'An opaque string the operator chooses (not a JWT)',
-        ) as unknown,
-      });
-    }
-  });
-
-  it('tags the stream and says how to consume it, so no generated function waits for its end', () => {
-    const streams = operations.filter(
-      ({ operation }) => operation.responses['200']?.content?.['text/event-stream'],
-    );
-    expect(streams.map(({ name }) => name)).toEqual(['GET /api/webhooks/prevnames/listen']);
-    const tagged = operations.filter(({ operation }) => operation.tags?.includes('stream'));
-    expect(tagged.map(({ name }) => name)).toEqual(streams.map(({ name }) => name));
-    const [{ operation }] = streams;
-    // One tag: excluding it leaves out the stream and nothing else.
-    expect(operation.tags).toEqual(['stream']);
-    expect(operation.description).toContain('**How to consume it.** Open it with an EventSource');
-    expect(operation.description).toContain('`Last-Event-ID`');
-    expect(operation.description).toContain('clients/typescript/name-change-stream.ts');
-    expect(operation.description).toContain("input.filters: { tags: ['stream'], mode: 'exclude' }");
   });
 });

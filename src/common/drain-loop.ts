@@ -21,7 +21,11 @@ export class DrainLoop<T> {
   }
 
   kick(): void {
-    if (!this.run && !this.stopped) this.run = this.drain();
+    if (this.run) return;
+    // Taken here, so a run always awaits a piece before it ends: `run` is never left set by a
+    // run that found nothing and ended before it was assigned.
+    const first = this.next();
+    if (first !== undefined) this.run = this.drain(first);
   }
 
   /** No run starts from now on; resolves once the run under way (if any) has ended. */
@@ -35,9 +39,9 @@ export class DrainLoop<T> {
     return this.run ?? Promise.resolve();
   }
 
-  private async drain(): Promise<void> {
+  private async drain(first: T): Promise<void> {
     try {
-      for (let piece = this.next(); piece !== undefined; piece = this.next()) {
+      for (let piece: T | undefined = first; piece !== undefined; piece = this.next()) {
         await this.process(piece);
       }
     } catch (error) {

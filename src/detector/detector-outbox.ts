@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
+import { DrainLoop } from '../common/drain-loop.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { KnownNamesRepository } from '../name-events/known-names.repository.js';
 import { NameEventsService } from '../name-events/name-events.service.js';
@@ -8,28 +9,21 @@ import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js
 import { InterruptibleDelay } from './interruptible-delay.js';
 import type { MemberObservation } from './member-observation.js';
 import { compareWithKnown, knownNameKeys, type Comparison } from './name-change-rules.js';
+import {
+  ObservationQueues,
+  type ObservationBatch,
+  type QueuedObservation,
+} from './observation-queues.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
 
 /** How long shutdown waits for a batch already under way. */
 const STOP_GRACE_MS = 5_000;
 
-interface Item {
-  observation: MemberObservation;
-  /** Set for a member of a full view. */
-  run?: ReconciliationRun;
-  /** Moved to the live queue, ahead of a live update of the same user: skip it here. */
-  promoted?: boolean;
-}
-
 /**
  * Gateway observations on their way to the known names and the publish path: each batch is
  * compared with the last known names, and the changes found are stored with the names they
- * move forward, then broadcast (NameEventsService.publishDetected), one batch at a time.
- *
- * Live updates go first: the members of a full view (thousands at a time) wait in a queue of
- * their own and are compared in batches whenever no live update is waiting, so reconciling a
- * large server never holds up a change seen live. Order per user is kept all the same: a live
- * update of a user takes that user's waiting full-view members along, ahead of itself.
+ * move forward, then broadcast (NameEventsService.publishDetected), one batch at a time, live
+ * updates first (ObservationQueues).
  *
  * A failure is logged and the same batch retried with back-off for as long as the process
  * runs: a storage or broker outage costs latency, not events, and never reaches the gateway
@@ -41,17 +35,17 @@ interface Item {
 @Injectable()
 export class DetectorOutbox {
   private readonly logger = new Logger('DiscordDetector');
-  private readonly live: Item[] = [];
-  private readonly reconciling = new Fifo<Item>();
-  /** Members of full views waiting (promoted ones excluded). */
-  private reconcilingCount = 0;
-  /** Each user's waiting full-view members, oldest first: what a live update takes along. */
-  private readonly waitingByUser = new Map<string, Item[]>();
-  private readonly roomWaiters: { limit: number; resolve: () => void }[] = [];
+  private readonly queues: ObservationQueues;
+  private readonly loop = new DrainLoop<ObservationBatch>(
+    () => this.queues.take(this.settings.batchSize),
+    (next) => this.compareAndPublish(next),
+    (error) =>
+      this.logger.error(
+        `Name change detection stopped: ${(error as Error).stack ?? String(error)}`,
+      ),
+  );
   /** The batch under way, by the queue it came from. */
   private inFlight = { live: 0, reconcile: 0 };
-  private draining: Promise<void> = Promise.resolve();
-  private running = false;
   private stopped = false;
   private readonly delay = new InterruptibleDelay();
 
@@ -61,75 +55,37 @@ export class DetectorOutbox {
     @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
     private readonly metrics: MetricsService,
   ) {
+    this.queues = new ObservationQueues(settings, this.logger);
     // Waiting or under way: 0 on both means every observation received has been compared.
     metrics.onCollect(() => {
-      metrics.detectorBacklog.set({ queue: 'live' }, this.live.length + this.inFlight.live);
-      metrics.detectorBacklog.set(
-        { queue: 'reconcile' },
-        this.reconcilingCount + this.inFlight.reconcile,
-      );
+      const { live, reconciling } = this.queues.counts;
+      metrics.detectorBacklog.set({ queue: 'live' }, live + this.inFlight.live);
+      metrics.detectorBacklog.set({ queue: 'reconcile' }, reconciling + this.inFlight.reconcile);
     });
   }
 
   /** Observations waiting (the batch under way excluded). */
   get backlog(): { live: number; reconciling: number } {
-    return { live: this.live.length, reconciling: this.reconcilingCount };
+    return this.queues.counts;
   }
 
   /** Members seen in live updates: compared first, in the order they arrived. */
   observeLive(observations: readonly MemberObservation[]): void {
     if (this.refuse(observations.length)) return;
-    for (const observation of observations) {
-      if (this.live.length >= this.settings.maxPending) {
-        // Only reachable during a long outage: memory stays bounded, the known names keep
-        // the old value, and the next full view of the server finds the change.
-        this.logger.error(
-          `Dropped a live update of user ${observation.userId}: ${this.live.length} are waiting ` +
-            'to be compared; the next full view of the server compares it again',
-        );
-        continue;
-      }
-      const earlier = this.waitingByUser.get(observation.userId);
-      if (earlier) {
-        this.waitingByUser.delete(observation.userId);
-        for (const item of earlier) {
-          item.promoted = true;
-          this.reconcilingCount -= 1;
-          this.live.push({ observation: item.observation, run: item.run });
-        }
-      }
-      this.live.push({ observation });
-    }
-    this.kick();
+    this.queues.pushLive(observations);
+    this.loop.kick();
   }
 
   /** The members of a full view of a server: compared in batches, after live updates. */
   observeFullView(observations: readonly MemberObservation[], run: ReconciliationRun): void {
     if (this.refuse(observations.length)) return;
-    const room = Math.max(0, this.settings.maxReconciling - this.reconcilingCount);
-    const accepted = observations.slice(0, room);
-    run.arrived(accepted.length);
-    for (const observation of accepted) {
-      const item: Item = { observation, run };
-      this.reconciling.push(item);
-      this.reconcilingCount += 1;
-      const waiting = this.waitingByUser.get(observation.userId);
-      if (waiting) waiting.push(item);
-      else this.waitingByUser.set(observation.userId, [item]);
-    }
-    if (accepted.length < observations.length) {
-      this.logger.error(
-        `Dropped ${observations.length - accepted.length} member(s) of server ${run.guildId} ` +
-          `from reconciliation: ${this.reconcilingCount} are waiting`,
-      );
-    }
-    this.kick();
+    this.queues.pushFullView(observations, run);
+    this.loop.kick();
   }
 
   /** Resolves once fewer than `limit` full-view members are waiting (or at shutdown). */
   whenReconcilingBelow(limit: number): Promise<void> {
-    if (this.stopped || this.reconcilingCount < limit) return Promise.resolve();
-    return new Promise((resolve) => this.roomWaiters.push({ limit, resolve }));
+    return this.stopped ? Promise.resolve() : this.queues.whenReconcilingBelow(limit);
   }
 
   /** Stops retrying; waits briefly for a batch under way; logs what is left uncompared. */
@@ -138,23 +94,19 @@ export class DetectorOutbox {
     this.delay.interrupt();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      this.draining,
+      this.loop.stop(),
       new Promise((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS))),
     ]);
     clearTimeout(timer);
-    const left =
-      this.live.length + this.reconcilingCount + this.inFlight.live + this.inFlight.reconcile;
+    const { live, reconciling } = this.queues.counts;
+    const left = live + reconciling + this.inFlight.live + this.inFlight.reconcile;
     if (left > 0) {
       this.logger.warn(
         `${left} gateway observation(s) not compared before shutdown: the known names keep ` +
           'their old values, so the next full view of those servers finds any change',
       );
     }
-    this.live.length = 0;
-    this.reconciling.clear();
-    this.waitingByUser.clear();
-    this.reconcilingCount = 0;
-    this.notifyRoom();
+    this.queues.clear();
   }
 
   private refuse(count: number): boolean {
@@ -163,62 +115,14 @@ export class DetectorOutbox {
     return true;
   }
 
-  private kick(): void {
-    if (!this.running && !this.stopped) this.draining = this.drain();
-  }
-
-  private async drain(): Promise<void> {
-    // Set and cleared synchronously, so an observation queued at any moment finds a drain running.
-    this.running = true;
-    try {
-      while (!this.stopped) {
-        const next = this.next();
-        if (!next) break;
-        this.inFlight = { live: 0, reconcile: 0, [next.queue]: next.batch.length };
-        // Not done only when stopped: the batch stays counted as left uncompared.
-        if (!(await this.compareAndPublish(next.batch))) break;
-        this.inFlight = { live: 0, reconcile: 0 };
-      }
-    } catch (error) {
-      this.logger.error(
-        `Name change detection stopped: ${(error as Error).stack ?? String(error)}`,
-      );
-    } finally {
-      this.running = false;
-    }
-  }
-
-  private next(): { queue: 'live' | 'reconcile'; batch: Item[] } | undefined {
-    if (this.live.length > 0) {
-      return { queue: 'live', batch: this.live.splice(0, this.settings.batchSize) };
-    }
-    const batch: Item[] = [];
-    while (batch.length < this.settings.batchSize && this.reconciling.length > 0) {
-      const item = this.reconciling.shift()!;
-      if (item.promoted) continue;
-      this.reconcilingCount -= 1;
-      const waiting = this.waitingByUser.get(item.observation.userId)!;
-      // Each user's list is in queue order, so the item taken is its first.
-      waiting.shift();
-      if (waiting.length === 0) this.waitingByUser.delete(item.observation.userId);
-      batch.push(item);
-    }
-    this.notifyRoom();
-    return batch.length > 0 ? { queue: 'reconcile', batch } : undefined;
-  }
-
-  private notifyRoom(): void {
-    for (let i = this.roomWaiters.length - 1; i >= 0; i--) {
-      const waiter = this.roomWaiters[i];
-      if (this.stopped || this.reconcilingCount < waiter.limit) {
-        this.roomWaiters.splice(i, 1);
-        waiter.resolve();
-      }
-    }
+  /** One batch, until it succeeds; when the outbox stops first, it stays counted as left. */
+  private async compareAndPublish({ queue, batch }: ObservationBatch): Promise<void> {
+    this.inFlight = { live: 0, reconcile: 0, [queue]: batch.length };
+    if (await this.compareAndPublishUntilDone(batch)) this.inFlight = { live: 0, reconcile: 0 };
   }
 
   /** Until it succeeds (true) or the outbox stops (false). */
-  private async compareAndPublish(batch: Item[]): Promise<boolean> {
+  private async compareAndPublishUntilDone(batch: QueuedObservation[]): Promise<boolean> {
     const observations = batch.map((item) => item.observation);
     // Set once a comparison has committed but its broadcast failed: only the broadcast is left.
     let committed: Comparison | undefined;
@@ -261,7 +165,11 @@ export class DetectorOutbox {
     return false;
   }
 
-  private report(batch: Item[], comparison: Comparison, outcomes: PublishOutcome[]): void {
+  private report(
+    batch: QueuedObservation[],
+    comparison: Comparison,
+    outcomes: PublishOutcome[],
+  ): void {
     const changesByRun = new Map<ReconciliationRun, number>();
     comparison.changes.forEach((change, i) => {
       const { event, created, receivers } = outcomes[i];
@@ -300,36 +208,6 @@ function withoutSource({ source: _, ...change }: Comparison['changes'][number]) 
 function show(change: Comparison['changes'][number]): string {
   const { userId, type, name, changedAt } = change;
   return JSON.stringify({ userId, type, name, changedAt: changedAt.toISOString() });
-}
-
-/** A queue whose `shift` does not move the whole array. */
-class Fifo<T> {
-  private items: T[] = [];
-  private head = 0;
-
-  get length(): number {
-    return this.items.length - this.head;
-  }
-
-  push(item: T): void {
-    this.items.push(item);
-  }
-
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head];
-    this.items[this.head++] = undefined as T;
-    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-
-  clear(): void {
-    this.items = [];
-    this.head = 0;
-  }
 }
 
 /** The comparison without what concerns `userIds` (users who opted out). */

@@ -5,6 +5,7 @@ import {
   type Client,
   type GatewayDispatchPayload,
 } from 'discord.js';
+import { DrainLoop } from '../common/drain-loop.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { InterruptibleDelay } from './interruptible-delay.js';
@@ -54,9 +55,14 @@ class GuildQueue {
   private readonly queue: string[] = [];
   /** Asked for again while its request was under way: ask once more after it. */
   private readonly again = new Set<string>();
-  private running = false;
   private stopped = false;
   private readonly delay = new InterruptibleDelay();
+  private readonly loop = new DrainLoop<string>(
+    () => this.queue[0],
+    (guildId) => this.request(guildId),
+    (error) =>
+      this.logger.error(`Member list requests stopped: ${(error as Error).stack ?? String(error)}`),
+  );
 
   constructor(
     private readonly client: Client,
@@ -67,15 +73,16 @@ class GuildQueue {
 
   add(guildId: string): void {
     if (this.stopped) return;
-    if (this.running && this.queue[0] === guildId) this.again.add(guildId);
+    if (this.loop.running && this.queue[0] === guildId) this.again.add(guildId);
     else if (!this.queue.includes(guildId)) this.queue.push(guildId);
-    if (!this.running) void this.drain();
+    this.loop.kick();
   }
 
   stop(): void {
     this.stopped = true;
     this.queue.length = 0;
     this.delay.interrupt();
+    void this.loop.stop();
   }
 
   private done(guildId: string): void {
@@ -83,52 +90,39 @@ class GuildQueue {
     if (this.again.delete(guildId) && !this.queue.includes(guildId)) this.queue.push(guildId);
   }
 
-  private async drain(): Promise<void> {
-    this.running = true;
-    try {
-      let failures = 0;
-      while (!this.stopped && this.queue.length > 0) {
-        await this.outbox.whenReconcilingBelow(this.settings.reconcileBacklogLimit);
-        if (this.stopped) break;
-        const guildId = this.queue[0];
-        const guild = this.client.guilds.cache.get(guildId);
-        if (!guild?.available) {
-          this.done(guildId);
+  /** The first server's members, asked for until they come, it is given up on, or shutdown. */
+  private async request(guildId: string): Promise<void> {
+    let failures = 0;
+    for (;;) {
+      await this.outbox.whenReconcilingBelow(this.settings.reconcileBacklogLimit);
+      if (this.stopped) return;
+      const guild = this.client.guilds.cache.get(guildId);
+      if (!guild?.available) return this.done(guildId);
+      // Whatever asked for this server before now is answered by this request.
+      this.again.delete(guildId);
+      try {
+        const members = await guild.members.fetch({ time: this.settings.memberChunkTimeoutMs });
+        this.logger.log(`Received the ${members.size} members of server ${guild.id}`);
+        return this.done(guildId);
+      } catch (error) {
+        const retryAfter = rateLimitRetryAfterMs(error);
+        if (retryAfter !== undefined) {
+          this.logger.log(
+            `Member request for server ${guild.id} rate-limited; asking again in ${retryAfter} ms`,
+          );
+          await this.delay.wait(retryAfter + RATE_LIMIT_MARGIN_MS);
           continue;
         }
-        // Whatever asked for this server before now is answered by this request.
-        this.again.delete(guildId);
-        try {
-          const members = await guild.members.fetch({ time: this.settings.memberChunkTimeoutMs });
-          this.logger.log(`Received the ${members.size} members of server ${guild.id}`);
-          this.done(guildId);
-          failures = 0;
-        } catch (error) {
-          const retryAfter = rateLimitRetryAfterMs(error);
-          if (retryAfter !== undefined) {
-            this.logger.log(
-              `Member request for server ${guild.id} rate-limited; asking again in ${retryAfter} ms`,
-            );
-            await this.delay.wait(retryAfter + RATE_LIMIT_MARGIN_MS);
-            continue;
-          }
-          failures += 1;
-          if (failures >= this.settings.memberFetchAttempts) {
-            this.logger.warn(
-              `Could not fetch the members of server ${guild.id} (${(error as Error).message}); ` +
-                'changes of members it did not send are found at its next full view',
-            );
-            this.done(guildId);
-            failures = 0;
-          } else {
-            await this.delay.wait(FAILED_FETCH_DELAY_MS * failures);
-          }
+        failures += 1;
+        if (failures >= this.settings.memberFetchAttempts) {
+          this.logger.warn(
+            `Could not fetch the members of server ${guild.id} (${(error as Error).message}); ` +
+              'changes of members it did not send are found at its next full view',
+          );
+          return this.done(guildId);
         }
+        await this.delay.wait(FAILED_FETCH_DELAY_MS * failures);
       }
-    } catch (error) {
-      this.logger.error(`Member list requests stopped: ${(error as Error).stack ?? String(error)}`);
-    } finally {
-      this.running = false;
     }
   }
 }

@@ -7,14 +7,30 @@ import {
   ServiceUnavailableException,
 } from '@nestjs/common';
 import type { Request } from 'express';
-import { EMPTY, Observable, of } from 'rxjs';
+import { setTimeout as delay } from 'node:timers/promises';
+import {
+  EMPTY,
+  Observable,
+  Subject,
+  catchError,
+  defer,
+  filter,
+  finalize,
+  interval,
+  map,
+  merge,
+  of,
+  share,
+  startWith,
+  take,
+} from 'rxjs';
 import { requestIdOf } from '../common/logger.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventStreams, type OpenedStream } from '../name-events/name-event-streams.service.js';
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import { EventFrames, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
-import { SseListener, type CloseReason, type Frame } from './sse-listener.js';
+import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
 export const TOO_MANY_LISTENERS_MESSAGE = 'Too many listeners on this instance';
@@ -25,7 +41,8 @@ const HANDOVER_WAVES = 10;
 /** The `retry:` of a stream ended at shutdown: reconnect (to another instance) at once. */
 const HANDOVER_RETRY_MS = 100;
 
-const KEEP_ALIVE: Frame = { message: Object.freeze({ comment: 'keep-alive' }), bytes: 14 };
+/** Why a stream ended, as its close log line says it. */
+type CloseReason = 'client' | 'slow' | 'shutdown' | 'bus';
 
 export interface ListenOptions {
   userId?: string;
@@ -34,20 +51,25 @@ export interface ListenOptions {
 }
 
 /**
- * The live stream, as Observables for Nest's `@Sse()`. Each listener's Observable is the
- * opening (`retry:`, and where its stream starts), its replay and live events from the
- * name-event domain, and keep-alive comments. An event is turned into its message once per
- * instance: every listener is handed the same frozen object.
+ * The live stream, as Observables for Nest's `@Sse()`. A listener's Observable is its opening
+ * message (where its stream starts, and `retry:`), then its replay and live events from the
+ * name-event domain merged with the instance's keep-alive comments and, at shutdown, a
+ * hand-over; what waits for it is bounded by its ListenerBuffer. An event is turned into its
+ * message once per instance (EventFrames).
  */
 @Injectable()
 export class EventStreamService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('EventStream');
-  private readonly listeners = new Set<SseListener>();
-  private readonly frames = new WeakMap<StoredNameEvent, Frame>();
+  private readonly frames = new EventFrames();
   /** One timer per instance, running while anyone listens. */
-  private keepAliveTimer?: NodeJS.Timeout;
+  private readonly keepAlive$: Observable<Frame>;
+  /** The waves of the hand-over at shutdown: each listener ends with its own. */
+  private readonly handover$ = new Subject<number>();
+  private readonly turns = new TurnCounter();
+  private connected = 0;
   /** Streams being set up: they count against the cap already. */
   private opening = 0;
+  private opened = 0;
   private closing = false;
 
   constructor(
@@ -55,12 +77,16 @@ export class EventStreamService implements BeforeApplicationShutdown {
     private readonly metrics: MetricsService,
     @InjectConfig(sseConfig) private readonly sse: ConfigOf<typeof sseConfig>,
   ) {
-    metrics.onCollect(() => metrics.listeners.set(this.listeners.size));
+    this.keepAlive$ = interval(sse.keepAliveMs).pipe(
+      map(() => KEEP_ALIVE),
+      share(),
+    );
+    metrics.onCollect(() => metrics.listeners.set(this.connected));
   }
 
   /** Listeners connected to this instance, or being set up. */
   get listenerCount(): number {
-    return this.listeners.size + this.opening;
+    return this.connected + this.opening;
   }
 
   /**
@@ -100,50 +126,14 @@ export class EventStreamService implements BeforeApplicationShutdown {
       unreserve();
       opened.close();
     };
-    if (signal.aborted) {
+    if (signal.aborted || this.closing) {
       abandon();
-      return EMPTY;
+      return signal.aborted ? EMPTY : this.handedOver(options);
     }
     signal.addEventListener('abort', abandon, { once: true });
-    if (this.closing) {
-      abandon();
-      return this.handedOver(options);
-    }
-    // The id the client keeps: where its stream starts, or where it resumes from. Never
-    // unset, or Nest would number the message itself; '' where the start is unknown, which is
-    // what an EventSource holds before its first event anyway.
-    const startId = opened.startId ?? options.lastEventId?.toString() ?? '';
-    return new Observable<MessageEvent>((subscriber) => {
+    return defer(() => {
       unreserve();
-      const listener = new SseListener(subscriber, req.socket, options.userId, startId);
-      this.add(listener);
-      const stream = {
-        id: (req as Request & { id?: string }).id ?? requestIdOf(req),
-        remoteAddress: req.ip,
-        userId: options.userId ?? null,
-      };
-      this.logger.log(
-        {
-          stream: { ...stream, lastEventId: options.lastEventId?.toString() ?? null, startId },
-        },
-        'stream opened',
-      );
-      listener.send({ message: { id: startId, retry: this.sse.retryMs }, bytes: 0 });
-      const bound = this.sse.bufferLimitBytes;
-      const pace = () =>
-        listener.queuedBytes >= bound / 2 ? listener.drainedBelow(bound / 2) : undefined;
-      const events = opened.events(pace).subscribe({
-        next: (event) => listener.sendEvent(event.id, this.frameOf(event)),
-        error: (error: Error) => {
-          this.logger.warn(`Ending a stream: ${error.message}`);
-          listener.end('bus');
-        },
-      });
-      return () => {
-        events.unsubscribe();
-        this.remove(listener);
-        this.onClosed(listener, stream);
-      };
+      return this.listen(req, opened, options);
     });
   }
 
@@ -154,69 +144,82 @@ export class EventStreamService implements BeforeApplicationShutdown {
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
-    const listeners = [...this.listeners];
-    if (listeners.length === 0) return;
-    this.logger.log(`Handing ${listeners.length} stream(s) over to other instances`);
-    const perWave = Math.ceil(listeners.length / HANDOVER_WAVES);
-    for (let wave = 0; wave * perWave < listeners.length; wave++) {
+    if (this.connected === 0) return;
+    this.logger.log(`Handing ${this.connected} stream(s) over to other instances`);
+    for (let wave = 0; wave < HANDOVER_WAVES; wave++) {
       if (wave > 0) await delay(HANDOVER_WINDOW_MS / HANDOVER_WAVES);
-      for (const listener of listeners.slice(wave * perWave, (wave + 1) * perWave)) {
-        listener.end('shutdown', HANDOVER_RETRY_MS);
-      }
+      this.handover$.next(wave);
     }
   }
 
-  private add(listener: SseListener): void {
-    this.listeners.add(listener);
-    this.keepAliveTimer ??= setInterval(() => {
-      for (const each of this.listeners) each.send(KEEP_ALIVE);
-    }, this.sse.keepAliveMs);
-  }
-
-  private remove(listener: SseListener): void {
-    this.listeners.delete(listener);
-    if (this.listeners.size > 0) return;
-    clearInterval(this.keepAliveTimer);
-    this.keepAliveTimer = undefined;
-  }
-
-  private frameOf(event: StoredNameEvent): Frame {
-    let frame = this.frames.get(event);
-    if (!frame) {
-      const data = JSON.stringify({
-        userId: event.userId,
-        type: event.type,
-        name: event.name,
-        changedAt: event.changedAt,
-      });
-      frame = {
-        message: Object.freeze({ id: event.id, data }),
-        // `id: <id>\ndata: <data>\n\n`
-        bytes: event.id.length + Buffer.byteLength(data) + 12,
-      };
-      this.frames.set(event, frame);
-    }
-    return frame;
-  }
-
-  private onClosed(listener: SseListener, stream: Record<string, unknown>): void {
-    const reason: CloseReason = listener.closed(this.sse.bufferLimitBytes);
-    if (reason === 'slow') {
-      this.metrics.slowListenersCut.inc();
-      this.logger.warn(
-        `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent)`,
-      );
-    }
+  /** One listener's stream, once Nest subscribes. */
+  private listen(req: Request, opened: OpenedStream, options: ListenOptions) {
+    // The id the client keeps: where its stream starts, or where it resumes from. Never
+    // unset, or Nest would number the message itself; '' where the start is unknown, which is
+    // what an EventSource holds before its first event anyway.
+    let lastId = opened.startId ?? options.lastEventId?.toString() ?? '';
+    let events = 0;
+    let reason: CloseReason = 'client';
+    const openedAt = Date.now();
+    const buffer = new ListenerBuffer(req.res!, this.sse.bufferLimitBytes, this.turns);
+    const wave = this.opened++ % HANDOVER_WAVES;
+    const stream = {
+      id: (req as Request & { id?: string }).id ?? requestIdOf(req),
+      remoteAddress: req.ip,
+      userId: options.userId ?? null,
+    };
+    this.connected++;
     this.logger.log(
       {
         stream: {
           ...stream,
-          durationMs: Date.now() - listener.openedAt,
-          events: listener.events,
-          reason,
+          lastEventId: options.lastEventId?.toString() ?? null,
+          startId: lastId,
         },
       },
-      'stream closed',
+      'stream opened',
+    );
+
+    const half = this.sse.bufferLimitBytes / 2;
+    const events$ = opened
+      .events(() => buffer.below(half))
+      .pipe(
+        map((event) => {
+          lastId = event.id;
+          events++;
+          return this.frames.of(event);
+        }),
+      );
+    const handover$ = this.handover$.pipe(
+      filter((each) => each === wave),
+      take(1),
+      map((): Frame => {
+        reason = 'shutdown';
+        return { message: { id: lastId, retry: HANDOVER_RETRY_MS }, bytes: 0, last: true };
+      }),
+    );
+    return merge(events$, this.keepAlive$, handover$).pipe(
+      startWith<Frame>({ message: { id: lastId, retry: this.sse.retryMs }, bytes: 0 }),
+      catchError((error: Error) => {
+        this.logger.warn(`Ending a stream: ${error.message}`);
+        reason = 'bus';
+        return EMPTY;
+      }),
+      buffer.deliver,
+      finalize(() => {
+        this.connected--;
+        if (buffer.slow) this.cutForNotReading();
+        const durationMs = Date.now() - openedAt;
+        const closed = { ...stream, durationMs, events, reason: buffer.slow ? 'slow' : reason };
+        this.logger.log({ stream: closed }, 'stream closed');
+      }),
+    );
+  }
+
+  private cutForNotReading(): void {
+    this.metrics.slowListenersCut.inc();
+    this.logger.warn(
+      `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent)`,
     );
   }
 
@@ -228,8 +231,4 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private handedOver({ lastEventId }: ListenOptions): Observable<MessageEvent> {
     return of({ id: lastEventId?.toString() ?? '', retry: HANDOVER_RETRY_MS });
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

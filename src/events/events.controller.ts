@@ -20,8 +20,6 @@ import type { Request } from 'express';
 import type { Observable } from 'rxjs';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { StreamRoute } from '../common/route-traits.js';
-import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { sseConfig } from './events.config.js';
 import {
   EVENT_ID_MESSAGE,
   EVENT_ID_PATTERN,
@@ -52,17 +50,7 @@ const STREAM_EXAMPLE =
 @ApiTags('events')
 @Controller('webhooks/prevnames')
 export class EventsController {
-  constructor(
-    private readonly streams: EventStreamService,
-    @InjectConfig(sseConfig) sse: ConfigOf<typeof sseConfig>,
-  ) {
-    // @Sse()'s options are read when the routes are registered, after the providers are
-    // built: the configured bound is applied here, before that.
-    const listen = Object.getOwnPropertyDescriptor(EventsController.prototype, 'listen')!;
-    Sse('listen', {
-      maxPendingDataLength: sse.bufferLimitBytes,
-    })(EventsController.prototype, 'listen', listen);
-  }
+  constructor(private readonly streams: EventStreamService) {}
 
   @Sse('listen')
   @StreamRoute()

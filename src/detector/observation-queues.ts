@@ -1,0 +1,131 @@
+import type { Logger } from '@nestjs/common';
+import { Fifo } from '../common/fifo.js';
+import type { MemberObservation } from './member-observation.js';
+import type { ReconciliationRun } from './reconciliation-run.js';
+
+export interface QueuedObservation {
+  observation: MemberObservation;
+  /** Set for a member of a full view. */
+  run?: ReconciliationRun;
+  /** Moved to the live queue, ahead of a live update of the same user: skip it here. */
+  promoted?: boolean;
+}
+
+export interface ObservationBatch {
+  queue: 'live' | 'reconcile';
+  batch: QueuedObservation[];
+}
+
+/**
+ * The detector's two queues. Live updates go first: the members of a full view (thousands at
+ * a time) wait in a queue of their own and are taken whenever no live update is waiting, so
+ * reconciling a large server never holds up a change seen live. Order per user is kept all
+ * the same: a live update of a user takes that user's waiting full-view members along, ahead
+ * of itself. Both are bounded; past a bound, observations are dropped (and logged): the known
+ * names keep the old values, so the next full view of those servers finds the changes.
+ */
+export class ObservationQueues {
+  private readonly live: QueuedObservation[] = [];
+  private readonly reconciling = new Fifo<QueuedObservation>();
+  /** Members of full views waiting (promoted ones excluded). */
+  private reconcilingCount = 0;
+  /** Each user's waiting full-view members, oldest first: what a live update takes along. */
+  private readonly waitingByUser = new Map<string, QueuedObservation[]>();
+  private readonly roomWaiters: { limit: number; resolve: () => void }[] = [];
+
+  constructor(
+    private readonly bounds: { maxPending: number; maxReconciling: number },
+    private readonly logger: Logger,
+  ) {}
+
+  /** Observations waiting, by queue. */
+  get counts(): { live: number; reconciling: number } {
+    return { live: this.live.length, reconciling: this.reconcilingCount };
+  }
+
+  pushLive(observations: readonly MemberObservation[]): void {
+    for (const observation of observations) {
+      if (this.live.length >= this.bounds.maxPending) {
+        // Only reachable during a long outage: memory stays bounded.
+        this.logger.error(
+          `Dropped a live update of user ${observation.userId}: ${this.live.length} are waiting ` +
+            'to be compared; the next full view of the server compares it again',
+        );
+        continue;
+      }
+      const earlier = this.waitingByUser.get(observation.userId);
+      if (earlier) {
+        this.waitingByUser.delete(observation.userId);
+        for (const item of earlier) {
+          item.promoted = true;
+          this.reconcilingCount -= 1;
+          this.live.push({ observation: item.observation, run: item.run });
+        }
+      }
+      this.live.push({ observation });
+    }
+  }
+
+  pushFullView(observations: readonly MemberObservation[], run: ReconciliationRun): void {
+    const room = Math.max(0, this.bounds.maxReconciling - this.reconcilingCount);
+    const accepted = observations.slice(0, room);
+    run.arrived(accepted.length);
+    for (const observation of accepted) {
+      const item: QueuedObservation = { observation, run };
+      this.reconciling.push(item);
+      this.reconcilingCount += 1;
+      const waiting = this.waitingByUser.get(observation.userId);
+      if (waiting) waiting.push(item);
+      else this.waitingByUser.set(observation.userId, [item]);
+    }
+    if (accepted.length < observations.length) {
+      this.logger.error(
+        `Dropped ${observations.length - accepted.length} member(s) of server ${run.guildId} ` +
+          `from reconciliation: ${this.reconcilingCount} are waiting`,
+      );
+    }
+  }
+
+  /** The next batch of at most `size`: live updates first. */
+  take(size: number): ObservationBatch | undefined {
+    if (this.live.length > 0) return { queue: 'live', batch: this.live.splice(0, size) };
+    const batch: QueuedObservation[] = [];
+    while (batch.length < size && this.reconciling.length > 0) {
+      const item = this.reconciling.shift()!;
+      if (item.promoted) continue;
+      this.reconcilingCount -= 1;
+      const waiting = this.waitingByUser.get(item.observation.userId)!;
+      // Each user's list is in queue order, so the item taken is its first.
+      waiting.shift();
+      if (waiting.length === 0) this.waitingByUser.delete(item.observation.userId);
+      batch.push(item);
+    }
+    this.notifyRoom();
+    return batch.length > 0 ? { queue: 'reconcile', batch } : undefined;
+  }
+
+  /** Resolves once fewer than `limit` full-view members wait (or once cleared). */
+  whenReconcilingBelow(limit: number): Promise<void> {
+    if (this.reconcilingCount < limit) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push({ limit, resolve }));
+  }
+
+  /** Drops everything waiting, and lets every waiter for room go. */
+  clear(): void {
+    this.live.length = 0;
+    this.reconciling.clear();
+    this.waitingByUser.clear();
+    this.reconcilingCount = 0;
+    this.notifyRoom();
+  }
+
+  private notifyRoom(): void {
+    for (let i = this.roomWaiters.length - 1; i >= 0; i--) {
+      const waiter = this.roomWaiters[i];
+      if (this.reconcilingCount < waiter.limit) {
+        this.roomWaiters.splice(i, 1);
+        waiter.resolve();
+      }
+    }
+  }
+}
