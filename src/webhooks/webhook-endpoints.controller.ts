@@ -29,6 +29,7 @@ import {
   WebhookEndpointResponseDto,
 } from './webhook-endpoints.dto.js';
 import { WebhookEndpointsService } from './webhook-endpoints.service.js';
+import { PRIVATE_TARGET_MESSAGE } from './webhook-targets.js';
 
 const PATH = '/api/webhook-endpoints';
 
@@ -52,7 +53,7 @@ function ApiAdministration(method: 'GET' | 'POST' | 'DELETE', path: string, unkn
         ? { message: 'No webhook endpoint 42', code: 404 }
         : { message: `Cannot ${method} ${path}`, code: 404 },
     }),
-    ApiErrorResponses(method === 'POST' ? 400 : UNKNOWN_QUERY_KEY, 500),
+    ApiErrorResponses(method === 'POST' ? [400, PRIVATE_TARGET_MESSAGE] : UNKNOWN_QUERY_KEY, 500),
   );
 }
 
