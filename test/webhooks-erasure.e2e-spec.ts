@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { useApp } from './support/app.js';
 import { nameEvent, uniqueUserId } from './support/events.js';
 import { waitFor } from './support/ports.js';
@@ -115,4 +115,43 @@ describe('webhooks and what is erased or deleted', () => {
     // An attempt under way when the answer was given may finish; none starts after it.
     expect(receiver.received.length - attempts).toBeLessThanOrEqual(1);
   });
+});
+
+describe('webhooks and retention', () => {
+  const fx = useApp({ env: { ...WEBHOOK_ENV, RETENTION_DAYS: '1', RETENTION_INTERVAL_MS: '200' } });
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    receiver = await WebhookReceiver.start();
+  });
+  afterAll(() => receiver.close());
+
+  it('never sends the undelivered events that retention deletes', async () => {
+    receiver.answer = () => ({ status: 503 });
+    const { id } = await createEndpoint(fx.url, { url: receiver.url });
+    const recent = new Date().toISOString();
+    const blocker = nameEvent({ changedAt: recent });
+    await store(fx.url, blocker);
+    await waitFor('the blocker attempted', () => receiver.received.length >= 1);
+    await storeAll(fx.url, [
+      nameEvent({ changedAt: '2020-01-01T00:00:00.000Z' }),
+      nameEvent({ changedAt: '2020-01-02T00:00:00.000Z' }),
+    ]);
+    // Deleted by the job (queued or not yet): only the blocker stays pending.
+    await waitFor('the old ones deleted', async () => {
+      const rows = await fx.db.query<{ count: number }>(
+        "SELECT count(*)::int AS count FROM name_change_events WHERE changed_at < '2021-01-01'",
+      );
+      return rows[0].count === 0;
+    });
+    expect((await statusOf(fx.url, id)).pending).toBe(1);
+    receiver.answer = () => ({ status: 200 });
+    const sentinel = nameEvent({ changedAt: recent });
+    await store(fx.url, sentinel);
+    await waitFor('the sentinel', () => receiver.data.some((d) => d.userId === sentinel.userId), {
+      timeoutMs: 20_000,
+    });
+    const names = new Set(receiver.data.map((d) => d.userId));
+    expect([...names]).toEqual([blocker.userId, sentinel.userId]);
+  }, 30_000);
 });
