@@ -40,6 +40,12 @@ describe('a consumer of the event log (PostgreSQL and Redis)', () => {
     const ids = handled.map((event) => BigInt(event.id));
     expect(ids).toEqual([...ids].sort((a, b) => (a < b ? -1 : 1)));
     expect(recorder(fx).batches.every((batch) => batch.length <= 3)).toBe(true);
+    // Each batch is told committed, after its transaction.
+    await waitFor(
+      'every batch told committed',
+      () => recorder(fx).committedBatches.length === recorder(fx).batches.length,
+    );
+    expect(recorder(fx).committedBatches).toEqual(recorder(fx).batches);
     await waitFor('the position saved', async () => {
       const [row] = await fx.db.query<{ position: string }>(
         "SELECT position::text AS position FROM name_event_consumers WHERE name = 'recorder'",

@@ -128,6 +128,37 @@ describe('the OpenAPI document against the answers sent', () => {
       answers.set(`${operationId} 404`, await http(at(noAdmin), { method, headers: ADMIN }));
       answers.set(`${operationId} 500`, await http(at(noDatabase), { method, headers: ADMIN }));
     }
+    // The webhook-endpoint routes: their 400s, 401s, 404s and 500s.
+    const endpoints = (base: TestApp, path = '', init: RequestInit & { json?: unknown } = {}) =>
+      http(`${base.url}/api/webhook-endpoints${path}`, { headers: ADMIN, ...init });
+    const publicTarget = { url: 'http://93.184.216.14/hook' };
+    answers.set(
+      'createEndpoint 400',
+      await endpoints(app, '', { method: 'POST', json: { url: 'http://127.0.0.1/' } }),
+    );
+    answers.set(
+      'createEndpoint 401',
+      await endpoints(app, '', { method: 'POST', json: publicTarget, headers: {} }),
+    );
+    answers.set(
+      'createEndpoint 404',
+      await endpoints(noAdmin, '', { method: 'POST', json: publicTarget }),
+    );
+    answers.set(
+      'createEndpoint 500',
+      await endpoints(noDatabase, '', { method: 'POST', json: publicTarget }),
+    );
+    for (const [operationId, method, path] of [
+      ['listEndpoints', 'GET', ''],
+      ['getEndpoint', 'GET', '/42'],
+      ['deleteEndpoint', 'DELETE', '/42'],
+    ] as const) {
+      answers.set(`${operationId} 400`, await endpoints(app, `${path}?x=1`, { method }));
+      answers.set(`${operationId} 401`, await endpoints(app, path, { method, headers: {} }));
+      answers.set(`${operationId} 500`, await endpoints(noDatabase, path, { method }));
+      // An unknown endpoint's 404 where there is an id; the administration's off otherwise.
+      answers.set(`${operationId} 404`, await endpoints(path ? app : noAdmin, path, { method }));
+    }
     // Stored and checked without Redis: the opt-out is refused before any broadcast.
     const optedOut = await http(`${noRedis.url}/api/users/opted-out/opt-out`, {
       method: 'PUT',

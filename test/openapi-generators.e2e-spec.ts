@@ -30,14 +30,22 @@ describe('the OpenAPI document, as other generators read it', () => {
     const bodies = operations.flatMap(({ name, operation }) =>
       Object.values(operation.requestBody?.content ?? {}).map(({ schema }) => ({ name, schema })),
     );
-    expect(bodies.map(({ name }) => name)).toEqual(['POST /api/webhooks/prevnames']);
-    for (const { schema } of bodies) {
+    expect(bodies.map(({ name }) => name)).toEqual([
+      'POST /api/webhook-endpoints',
+      'POST /api/webhooks/prevnames',
+    ]);
+    /** A body each operation takes, with `fields` over it. */
+    const valid: Record<string, (fields?: Record<string, unknown>) => object> = {
+      'POST /api/webhooks/prevnames': event,
+      'POST /api/webhook-endpoints': (fields = {}) => ({ url: 'https://example.com/', ...fields }),
+    };
+    for (const { name, schema } of bodies) {
       const validate = ajv.compile(
         JSON.parse(JSON.stringify(schema).replaceAll('"#/', '"openapi#/')) as object,
       );
-      expect(validate(event())).toBe(true);
+      expect(validate(valid[name]())).toBe(true);
       // The service answers these with 400 `property extra should not exist` (publish-validation).
-      expect(validate(event({ extra: 1 }))).toBe(false);
+      expect(validate(valid[name]({ extra: 1 }))).toBe(false);
       expect(ajv.errorsText(validate.errors)).toBe('data must NOT have additional properties');
     }
   });

@@ -5,6 +5,7 @@ import { idleMemory } from './idle-memory.mjs';
 import { publish } from './publish.mjs';
 import { soak } from './soak.mjs';
 import { twoInstances } from './two-instances.mjs';
+import { webhooks } from './webhooks.mjs';
 
 /**
  * The scenarios of `npm run bench`, in run order. Idle memory goes first: with --quick the
@@ -18,6 +19,7 @@ export const SCENARIOS = [
   twoInstances,
   publish,
   history,
+  webhooks,
 ];
 /** Only with --soak. */
 export const SOAK = soak;

@@ -15,13 +15,18 @@ export class LeaseCompetition {
   private attempt: Promise<void> = Promise.resolve();
   /** No attempt before this time (ms since the epoch): set by `yield`. */
   private resumeAt = 0;
+  /** Resolves on `stop()`: an attempt waiting for the store (Redis down) gives up then. */
+  private readonly stopping: Promise<void>;
+  private stopNow: () => void = () => undefined;
 
   constructor(
     private readonly leases: Leases,
     readonly name: string,
     private readonly ttlMs: number,
     private readonly holder: LeaseHolder,
-  ) {}
+  ) {
+    this.stopping = new Promise((resolve) => (this.stopNow = resolve));
+  }
 
   /** Whether this instance holds the lease now. */
   get holding(): boolean {
@@ -44,6 +49,7 @@ export class LeaseCompetition {
   /** Stops competing, and releases the lease if held. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopNow();
     clearTimeout(this.timer);
     await this.attempt;
     await this.releaseHeld();
@@ -60,7 +66,8 @@ export class LeaseCompetition {
   private async tryOnce(): Promise<void> {
     const retryMs = Math.max(1, Math.floor(this.ttlMs / 3));
     try {
-      await this.leases.whenAvailable();
+      // Not past a stop: with Redis down at shutdown the store never becomes available.
+      await Promise.race([this.leases.whenAvailable(), this.stopping]);
       if (this.stopped || Date.now() < this.resumeAt) {
         this.schedule(Math.max(0, this.resumeAt - Date.now()));
         return;

@@ -61,7 +61,8 @@ export function useLeaseContest() {
   afterEach(async () => {
     await Promise.all(apps.splice(0).map((app) => app.close()));
     await discord.close();
-    await db.query('TRUNCATE name_change_events, known_names');
+    // CASCADE: other modules' tables refer to the events (webhook deliveries).
+    await db.query('TRUNCATE name_change_events, known_names CASCADE');
   });
 
   afterAll(async () => {
@@ -118,11 +119,15 @@ export function useLeaseContest() {
         .slice(from)
         .filter(([name, , , , value]) => name === 'eval' && value === token)
         .filter(([, script]) => script.includes("'NX'")).length,
-    /** Renewals (the compare-and-expire script) sent by the instance of `token`. */
+    /**
+     * Renewals (the compare-and-expire script) sent by the instance of `token`: one script
+     * over every key the instance holds (the detector's and others', a consumer's), the token
+     * after the keys.
+     */
     renewals: (token: string, from = 0) =>
       commands
         .slice(from)
-        .filter(([name, , , , value]) => name === 'eval' && value === token)
+        .filter((args) => args[0] === 'eval' && args.includes(token))
         .filter(([, script]) => script.includes('pexpire')).length,
     /**
      * Samples while the key holds `value`, keeping the samples taken while it still held it:

@@ -16,6 +16,8 @@ export class RecordingConsumer implements NameEventHandler {
   /** Batches that failed, as they were handed over. */
   readonly failed: StoredNameEvent[][] = [];
   failures = 0;
+  /** Batches told committed, as they were told. */
+  readonly committedBatches: StoredNameEvent[][] = [];
 
   handle(events: readonly StoredNameEvent[]): Promise<void> {
     if (this.failures > 0) {
@@ -25,6 +27,10 @@ export class RecordingConsumer implements NameEventHandler {
     }
     this.batches.push([...events]);
     return Promise.resolve();
+  }
+
+  committed(events: readonly StoredNameEvent[]): void {
+    this.committedBatches.push([...events]);
   }
 
   /** Every event handled, in the order handled. */

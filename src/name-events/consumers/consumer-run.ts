@@ -46,16 +46,18 @@ export async function runConsumer(
   while (!signal.aborted) {
     try {
       deps.reading();
-      const count = await deps.sql.transaction(async () => {
+      const batch = await deps.sql.transaction(async () => {
         const position = await deps.positions.lock(name, from);
         // The lease was lost while waiting for the row: whoever holds it now has it.
-        if (signal.aborted) return 0;
-        const batch = await deps.events.findOldestAfterId(position, batchSize);
-        if (batch.length === 0) return 0;
-        await handler.handle(batch);
-        await deps.positions.save(name, batch[batch.length - 1].id);
-        return batch.length;
+        if (signal.aborted) return [];
+        const events = await deps.events.findOldestAfterId(position, batchSize);
+        if (events.length === 0) return [];
+        await handler.handle(events);
+        await deps.positions.save(name, events[events.length - 1].id);
+        return events;
       });
+      const count = batch.length;
+      if (count > 0) handler.committed?.(batch);
       failures = 0;
       deps.handled(count);
       if (count < batchSize) await deps.nextWake(pollMs, signal);

@@ -29,6 +29,11 @@ export interface NameEventConsumerOptions {
  */
 export interface NameEventHandler {
   handle(events: readonly StoredNameEvent[]): Promise<void>;
+  /**
+   * Called once the batch `handle` wrote has committed (optional): to wake whatever acts on
+   * what it wrote on this instance, which would find nothing before the commit.
+   */
+  committed?(events: readonly StoredNameEvent[]): void;
 }
 
 /**

@@ -1,0 +1,119 @@
+import {
+  applyDecorators,
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  UseGuards,
+} from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiCreatedResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import { AdminTokenGuard } from '../admin/admin-token.guard.js';
+import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
+import {
+  CreatedWebhookEndpointDto,
+  CreateWebhookEndpointDto,
+  DeletedWebhookEndpointDto,
+  WebhookEndpointListDto,
+  WebhookEndpointResponseDto,
+} from './webhook-endpoints.dto.js';
+import { WebhookEndpointsService } from './webhook-endpoints.service.js';
+import { PRIVATE_TARGET_MESSAGE } from './webhook-targets.js';
+
+const PATH = '/api/webhook-endpoints';
+
+/** What every endpoint route may answer besides its success. */
+function ApiAdministration(method: 'GET' | 'POST' | 'DELETE', path: string, unknownId = false) {
+  return applyDecorators(
+    ApiBearerAuth('admin'),
+    ApiResponse({
+      status: 401,
+      description: 'The bearer token is missing or is not ADMIN_TOKEN.',
+      type: ErrorResponseDto,
+      example: { message: 'Missing or invalid bearer token', code: 401 },
+    }),
+    ApiResponse({
+      status: 404,
+      description: unknownId
+        ? 'No such endpoint (never created, or deleted); or ADMIN_TOKEN is not set: administration is off, and the route answers as an unknown one.'
+        : 'ADMIN_TOKEN is not set: administration is off, and the route answers as an unknown one.',
+      type: ErrorResponseDto,
+      example: unknownId
+        ? { message: 'No webhook endpoint 42', code: 404 }
+        : { message: `Cannot ${method} ${path}`, code: 404 },
+    }),
+    ApiErrorResponses(method === 'POST' ? [400, PRIVATE_TARGET_MESSAGE] : UNKNOWN_QUERY_KEY, 500),
+  );
+}
+
+const ApiEndpointIdParam = () =>
+  ApiParam({ name: 'id', description: "The endpoint's id.", schema: { type: 'string' } });
+
+@ApiTags('webhooks')
+@Controller('webhook-endpoints')
+@UseGuards(AdminTokenGuard)
+export class WebhookEndpointsController {
+  constructor(private readonly webhooks: WebhookEndpointsService) {}
+
+  @Post()
+  @HttpCode(201)
+  @ApiOperation({
+    summary: 'Register a webhook endpoint',
+    description:
+      'Every event stored from now on (by POST or the detector) that matches the filters is POSTed to `url`, at least once, in increasing id order (the next waits for the previous one\'s 2xx), from one instance at a time; retried with back-off (min(2^(n−1) s, 10 min) ±20 %, or the receiver\'s Retry-After) for as long as the endpoint exists; 10 s per attempt; never following redirects; stopped by a 410 Gone. Events erased before delivery are not sent. `standard`: Standard Webhooks (`webhook-id` is the event id, `webhook-signature` signed with `secret`), body `{"type":"name.changed","timestamp","data":{id,userId,type,name,changedAt}}`. `discord`: a Discord execute-webhook message, markdown escaped, no mentions. Administration: needs ADMIN_TOKEN.',
+  })
+  @ApiCreatedResponse({ type: CreatedWebhookEndpointDto, description: 'Registered.' })
+  @ApiAdministration('POST', PATH)
+  createEndpoint(@Body() body: CreateWebhookEndpointDto): Promise<CreatedWebhookEndpointDto> {
+    return this.webhooks.createEndpoint(body);
+  }
+
+  @Get()
+  @ApiOperation({
+    summary: 'List the webhook endpoints',
+    description:
+      'Every endpoint, oldest first, with how its deliveries stand. Administration: needs ADMIN_TOKEN.',
+  })
+  @ApiOkResponse({ type: WebhookEndpointListDto, description: 'The endpoints.' })
+  @ApiAdministration('GET', PATH)
+  listEndpoints(): Promise<WebhookEndpointListDto> {
+    return this.webhooks.listEndpoints();
+  }
+
+  @Get(':id')
+  @ApiOperation({
+    summary: 'A webhook endpoint',
+    description:
+      'The endpoint (its secret aside) and how its deliveries stand. Administration: needs ADMIN_TOKEN.',
+  })
+  @ApiOkResponse({ type: WebhookEndpointResponseDto, description: 'The endpoint.' })
+  @ApiEndpointIdParam()
+  @ApiAdministration('GET', `${PATH}/1`, true)
+  getEndpoint(@Param('id') id: string): Promise<WebhookEndpointResponseDto> {
+    return this.webhooks.getEndpoint(id);
+  }
+
+  @Delete(':id')
+  @ApiOperation({
+    summary: 'Delete a webhook endpoint',
+    description:
+      'Nothing more is sent to it once this is answered (an attempt under way may finish); its undelivered events are dropped. Administration: needs ADMIN_TOKEN.',
+  })
+  @ApiOkResponse({ type: DeletedWebhookEndpointDto, description: 'Deleted.' })
+  @ApiEndpointIdParam()
+  @ApiAdministration('DELETE', `${PATH}/1`, true)
+  deleteEndpoint(@Param('id') id: string): Promise<DeletedWebhookEndpointDto> {
+    return this.webhooks.deleteEndpoint(id);
+  }
+}

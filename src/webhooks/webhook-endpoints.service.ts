@@ -1,0 +1,91 @@
+import { BadRequestException, Injectable, NotFoundException } from '@nestjs/common';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
+import type {
+  CreatedWebhookEndpointDto,
+  CreateWebhookEndpointDto,
+  DeletedWebhookEndpointDto,
+  WebhookEndpointDto,
+  WebhookEndpointListDto,
+  WebhookEndpointResponseDto,
+  WebhookEndpointStatusDto,
+} from './webhook-endpoints.dto.js';
+import {
+  WebhookEndpointsRepository,
+  type EndpointRow,
+  type EndpointStatusRow,
+} from './webhook-endpoints.repository.js';
+import { newSecret } from './webhook-payloads.js';
+import { WebhookSenders } from './webhook-senders.service.js';
+import { TargetRefusedError, vetTarget } from './webhook-targets.js';
+import { webhooksConfig } from './webhooks.config.js';
+
+/** An id the table could hold: anything else is an unknown endpoint. */
+const ENDPOINT_ID = /^[1-9]\d{0,17}$/;
+
+/** The endpoint routes: registration (the target vetted), reads, deletion. */
+@Injectable()
+export class WebhookEndpointsService {
+  constructor(
+    private readonly endpoints: WebhookEndpointsRepository,
+    private readonly senders: WebhookSenders,
+    @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
+  ) {}
+
+  async createEndpoint(body: CreateWebhookEndpointDto): Promise<CreatedWebhookEndpointDto> {
+    const url = new URL(body.url);
+    try {
+      await vetTarget(url, this.config.allowPrivateTargets);
+    } catch (error) {
+      if (error instanceof TargetRefusedError) throw new BadRequestException(error.message);
+      throw error;
+    }
+    const format = body.format ?? 'standard';
+    const secret = format === 'standard' ? newSecret() : null;
+    const row = await this.endpoints.create({
+      url: url.href,
+      format,
+      userId: body.userId ?? null,
+      type: body.type ?? null,
+      description: body.description ?? null,
+      secret,
+    });
+    this.senders.add(row.id);
+    return { ...endpointOf(row), secret, code: 201 };
+  }
+
+  async listEndpoints(): Promise<WebhookEndpointListDto> {
+    const rows = await this.endpoints.findAll();
+    return { endpoints: rows.map(statusOf), code: 200 };
+  }
+
+  async getEndpoint(id: string): Promise<WebhookEndpointResponseDto> {
+    const row = ENDPOINT_ID.test(id) ? await this.endpoints.find(id) : undefined;
+    if (!row) throw notFound(id);
+    return { ...statusOf(row), code: 200 };
+  }
+
+  async deleteEndpoint(id: string): Promise<DeletedWebhookEndpointDto> {
+    if (!ENDPOINT_ID.test(id) || !(await this.endpoints.delete(id))) throw notFound(id);
+    // Not awaited: an attempt under way may finish, and none starts after this answer.
+    void this.senders.remove(id);
+    return { id, deleted: true, code: 200 };
+  }
+}
+
+function notFound(id: string): NotFoundException {
+  return new NotFoundException(`No webhook endpoint ${id}`);
+}
+
+function endpointOf(row: EndpointRow): WebhookEndpointDto {
+  const { id, url, format, userId, type, description, createdAt } = row;
+  return { id, url, format, userId, type, description, createdAt: createdAt.toISOString() };
+}
+
+function statusOf(row: EndpointStatusRow): WebhookEndpointStatusDto {
+  return {
+    ...endpointOf(row),
+    lastDeliveredEventId: row.lastDeliveredEventId,
+    pending: row.pending,
+    failingSince: row.failingSince?.toISOString() ?? null,
+  };
+}

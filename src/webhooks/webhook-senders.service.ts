@@ -1,0 +1,141 @@
+import {
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { LeaseCompetition } from '../redis/lease-competition.js';
+import { Leases } from '../redis/leases.js';
+import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
+import { runSender, SenderWake, type DeliveryOutcome } from './webhook-sender.js';
+import { webhooksConfig } from './webhooks.config.js';
+
+interface Sender {
+  competition: LeaseCompetition;
+  wake: SenderWake;
+  stop?: AbortController;
+  run?: Promise<void>;
+}
+
+/**
+ * The senders of this instance: for every endpoint, a competition for its lease
+ * (`webhook:<id>`), so that exactly one instance at a time sends to it; the holder runs its
+ * deliveries (runSender). Endpoints created or deleted on another instance are found every
+ * WEBHOOK_POLL_MS; this instance's own at once. Deliveries run whatever ADMIN_TOKEN says.
+ */
+@Injectable()
+export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Webhooks');
+  private readonly senders = new Map<string, Sender>();
+  private readonly attempts;
+  private readonly pending;
+  private syncTimer?: NodeJS.Timeout;
+  private stopped = false;
+
+  constructor(
+    private readonly leases: Leases,
+    private readonly endpoints: WebhookEndpointsRepository,
+    private readonly deliveries: WebhookDeliveriesRepository,
+    @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
+    metrics: MetricsService,
+  ) {
+    this.attempts = metrics.counter({
+      name: 'name_history_webhook_deliveries_total',
+      help: 'Delivery attempts to a webhook endpoint from this instance, by outcome (delivered: 2xx; rejected: another status; gone: 410; timeout; error: no answer; refused: the target failed the address check)',
+      labelNames: ['endpoint', 'outcome'],
+    });
+    this.pending = metrics.gauge({
+      name: 'name_history_webhook_pending_events',
+      help: 'Events matching a webhook endpoint, stored and not yet delivered to it',
+      labelNames: ['endpoint'],
+    });
+    metrics.onCollect(() => this.collectPending());
+  }
+
+  onApplicationBootstrap(): void {
+    void this.sync();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.syncTimer);
+    await Promise.all([...this.senders.keys()].map((id) => this.remove(id)));
+  }
+
+  /** Starts competing for a new endpoint's lease (this instance created it). */
+  add(id: string): void {
+    if (this.stopped || this.senders.has(id)) return;
+    const sender: Sender = {
+      wake: new SenderWake(),
+      competition: new LeaseCompetition(this.leases, `webhook:${id}`, this.config.leaseMs, {
+        acquired: (lease) => {
+          const stop = new AbortController();
+          lease.signal.addEventListener('abort', () => stop.abort(), { once: true });
+          sender.stop = stop;
+          sender.run = this.run(id, sender, stop.signal);
+        },
+      }),
+    };
+    this.senders.set(id, sender);
+    sender.competition.start();
+  }
+
+  /** Stops sending to an endpoint (deleted): an attempt under way may finish. */
+  async remove(id: string): Promise<void> {
+    const sender = this.senders.get(id);
+    if (!sender) return;
+    this.senders.delete(id);
+    sender.stop?.abort();
+    await sender.run;
+    await sender.competition
+      .stop()
+      .catch((error: Error) => this.logger.warn(`Endpoint ${id}: ${error.message}`));
+  }
+
+  /** Deliveries were queued: the senders that found none look again. */
+  wakeAll(): void {
+    for (const sender of this.senders.values()) sender.wake.notify();
+  }
+
+  private async run(id: string, sender: Sender, signal: AbortSignal): Promise<void> {
+    this.logger.log(`Endpoint ${id}: sending from this instance`);
+    await runSender(
+      id,
+      {
+        deliveries: this.deliveries,
+        allowPrivateTargets: this.config.allowPrivateTargets,
+        pollMs: this.config.pollMs,
+        attempted: (outcome: DeliveryOutcome) => this.attempts.inc({ endpoint: id, outcome }),
+      },
+      sender.wake,
+      signal,
+    ).catch((error: Error) => this.logger.error(`Endpoint ${id}: ${error.message}`));
+    // Found deleted (on another instance): stop competing for it.
+    if (!signal.aborted && this.senders.get(id) === sender) {
+      this.senders.delete(id);
+      await sender.competition.stop();
+    }
+  }
+
+  /** Competes for the endpoints that exist, and for no other. */
+  private async sync(): Promise<void> {
+    try {
+      const active = new Set(await this.endpoints.findActiveIds());
+      for (const id of active) this.add(id);
+      const gone = [...this.senders.keys()].filter((id) => !active.has(id));
+      await Promise.all(gone.map((id) => this.remove(id)));
+    } catch (error) {
+      this.logger.warn(`Could not list the webhook endpoints: ${(error as Error).message}`);
+    }
+    if (!this.stopped) this.syncTimer = setTimeout(() => void this.sync(), this.config.pollMs);
+  }
+
+  private async collectPending(): Promise<void> {
+    const counts = await this.endpoints.pendingCounts();
+    this.pending.reset();
+    for (const { id, pending } of counts) this.pending.set({ endpoint: id }, pending);
+  }
+}

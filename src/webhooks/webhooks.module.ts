@@ -1,0 +1,54 @@
+import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
+import { AdminModule } from '../admin/admin.module.js';
+import { AdminTokenGuard } from '../admin/admin-token.guard.js';
+import { Owns } from '../config/owns.decorator.js';
+import { DatabaseModule } from '../database/database.module.js';
+import { NameEventsModule } from '../name-events/name-events.module.js';
+import { RedisModule } from '../redis/redis.module.js';
+import { webhooksMigrations } from './migrations/index.js';
+import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import { WebhookDelivery, WebhookQueuePosition } from './webhook-delivery.entity.js';
+import { WebhookEndpoint } from './webhook-endpoint.entity.js';
+import { WebhookEndpointsController } from './webhook-endpoints.controller.js';
+import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
+import { WebhookEndpointsService } from './webhook-endpoints.service.js';
+import { WebhookEventsConsumer } from './webhook-events.consumer.js';
+import { WebhookSenders } from './webhook-senders.service.js';
+import { webhooksConfig } from './webhooks.config.js';
+
+/**
+ * Outbound webhooks: the endpoint routes (administration, off unless ADMIN_TOKEN is set),
+ * a consumer of the event log that queues each event for the endpoints it matches, and the
+ * senders that deliver the queue, one instance per endpoint at a time. Offers nothing to
+ * other modules.
+ */
+@Owns({
+  apiTags: [
+    {
+      name: 'webhooks',
+      description:
+        'Outbound webhooks: endpoints that get every name change, signed (administration, off unless ADMIN_TOKEN is set)',
+    },
+  ],
+  config: [webhooksConfig],
+  migrations: webhooksMigrations,
+  entities: [WebhookEndpoint, WebhookDelivery, WebhookQueuePosition],
+})
+@Module({
+  imports: [AdminModule, DatabaseModule, NameEventsModule, RedisModule],
+  controllers: [WebhookEndpointsController],
+  providers: [
+    WebhookEndpointsService,
+    WebhookEndpointsRepository,
+    WebhookDeliveriesRepository,
+    WebhookSenders,
+    WebhookEventsConsumer,
+  ],
+})
+export class WebhooksModule implements NestModule {
+  constructor(private readonly admin: AdminTokenGuard) {}
+
+  configure(consumer: MiddlewareConsumer): void {
+    this.admin.hideUnlessEnabled(consumer, WebhookEndpointsController);
+  }
+}

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { useApp } from './support/app.js';
+import { nameEvent } from './support/events.js';
+import { metric } from './support/metrics.js';
+import { waitFor } from './support/ports.js';
+import { WebhookReceiver } from './support/webhook-receiver.js';
+import {
+  createEndpoint,
+  deliveries,
+  endpointsOf,
+  statusOf,
+  store,
+  WEBHOOK_ENV,
+} from './support/webhooks.js';
+
+interface DiscordBody {
+  content: string;
+  allowed_mentions: { parse: string[] };
+}
+
+describe('discord webhooks', () => {
+  const fx = useApp({ env: WEBHOOK_ENV });
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    receiver = await WebhookReceiver.start();
+  });
+  afterAll(() => receiver.close());
+
+  it('posts a message naming the user, the kind and the escaped previous name, mentioning nobody', async () => {
+    const { id, secret } = await createEndpoint(fx.url, { url: receiver.url, format: 'discord' });
+    expect(secret).toBeNull();
+    const username = nameEvent({ name: 'a\\b*c_d~e`f|g>h @everyone <@1>' });
+    const display = nameEvent({ type: 'displayname', name: '**bold** __x__' });
+    await store(fx.url, username);
+    await store(fx.url, display);
+    await waitFor('both messages', () => receiver.received.length >= 2);
+
+    const [first, second] = receiver.received;
+    expect(first.headers['content-type']).toBe('application/json');
+    expect(first.headers['webhook-signature']).toBeUndefined();
+    const body = first.json as DiscordBody;
+    expect(Object.keys(body).sort()).toEqual(['allowed_mentions', 'content']);
+    expect(body.allowed_mentions).toEqual({ parse: [] });
+    expect(body.content).toContain(username.userId);
+    expect(body.content).toContain('username');
+    expect(body.content).toContain('a\\\\b\\*c\\_d\\~e\\`f\\|g\\>h @everyone <@1\\>');
+    const other = (second.json as DiscordBody).content;
+    expect(other).toContain(display.userId);
+    expect(other).toContain('display name');
+    expect(other).toContain('\\*\\*bold\\*\\* \\_\\_x\\_\\_');
+    await waitFor('delivered', async () => (await statusOf(fx.url, id)).pending === 0);
+    expect((await endpointsOf(fx.url).delete(id)).status).toBe(200);
+  });
+
+  it("waits for a 429's retry_after (the body's, not the header's), then sends the same message", async () => {
+    receiver.received.length = 0;
+    receiver.answer = (_request, index) =>
+      index === 0
+        ? {
+            status: 429,
+            headers: { 'content-type': 'application/json', 'retry-after': '3600' },
+            body: JSON.stringify({
+              message: 'You are being rate limited.',
+              retry_after: 0.25,
+              global: false,
+            }),
+          }
+        : { status: 204 };
+    const { id } = await createEndpoint(fx.url, { url: receiver.url, format: 'discord' });
+    const event = nameEvent();
+    await store(fx.url, event);
+    // The header's hour would time this out: the body's quarter second is what counts.
+    await waitFor('the retry', () => receiver.received.length >= 2);
+    expect(receiver.received[1].body).toBe(receiver.received[0].body);
+    expect((receiver.received[0].json as DiscordBody).content).toContain(event.userId);
+    expect(await metric(fx.url, deliveries(id, 'rejected'))).toBe(1);
+    await waitFor('delivered', async () => (await statusOf(fx.url, id)).pending === 0);
+    expect((await statusOf(fx.url, id)).failingSince).toBeNull();
+  });
+});

@@ -1,0 +1,157 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { useApp } from './support/app.js';
+import { nameEvent, uniqueUserId } from './support/events.js';
+import { waitFor } from './support/ports.js';
+import { admin } from './support/privacy.js';
+import { WebhookReceiver } from './support/webhook-receiver.js';
+import {
+  createEndpoint,
+  endpointsOf,
+  fieldsOf,
+  statusOf,
+  store,
+  storeAll,
+  WEBHOOK_ENV,
+} from './support/webhooks.js';
+
+describe('webhooks and what is erased or deleted', () => {
+  const fx = useApp({ env: WEBHOOK_ENV });
+  let receiver: WebhookReceiver;
+  const created: string[] = [];
+
+  beforeEach(async () => {
+    receiver = await WebhookReceiver.start();
+  });
+  afterEach(async () => {
+    for (const id of created.splice(0)) await endpointsOf(fx.url).delete(id);
+    await receiver.close();
+  });
+
+  /**
+   * An endpoint whose receiver refuses everything until `open()`: a first event blocks the
+   * queue (attempted at least once), and what is stored after it waits behind it.
+   */
+  const blockedEndpoint = async () => {
+    receiver.answer = () => ({ status: 503 });
+    const { id } = await createEndpoint(fx.url, { url: receiver.url });
+    created.push(id);
+    const blocker = nameEvent();
+    await store(fx.url, blocker);
+    await waitFor('the blocker attempted', () => receiver.received.length >= 1);
+    return {
+      id,
+      blocker,
+      open: () => {
+        receiver.answer = () => ({ status: 200 });
+      },
+    };
+  };
+  const pendingOf = async (id: string) => (await statusOf(fx.url, id)).pending;
+  const delivered = () =>
+    receiver.data
+      .map(fieldsOf)
+      .filter(
+        (d, i, all) => all.findIndex((o) => o.name === d.name && o.userId === d.userId) === i,
+      );
+
+  it.each([
+    ['erased', 'DELETE', 'prevnames'],
+    ['opted out', 'PUT', 'opt-out'],
+  ])(
+    'never sends the undelivered events of a user %s',
+    async (_what, method, path) => {
+      const { id, blocker, open } = await blockedEndpoint();
+      const userId = uniqueUserId('erased');
+      const kept = nameEvent();
+      await storeAll(fx.url, [nameEvent({ userId }), kept, nameEvent({ userId, name: 'again' })]);
+      await waitFor('4 pending', async () => (await pendingOf(id)) === 4);
+
+      expect((await admin(fx.url, method, `${userId}/${path}`)).status).toBe(200);
+      expect(await pendingOf(id)).toBe(2);
+      open();
+      const sentinel = nameEvent();
+      await store(fx.url, sentinel);
+      await waitFor('the sentinel', () => receiver.data.some((d) => d.userId === sentinel.userId), {
+        timeoutMs: 20_000,
+      });
+      expect(delivered()).toEqual([blocker, kept, sentinel].map(fieldsOf));
+      await waitFor('nothing pending', async () => (await pendingOf(id)) === 0);
+    },
+    30_000,
+  );
+
+  it('sends nothing more to an endpoint once its DELETE is answered', async () => {
+    const { id } = await createEndpoint(fx.url, { url: receiver.url });
+    const first = nameEvent();
+    await store(fx.url, first);
+    await waitFor('the first', () => receiver.received.length >= 1);
+    const control = await WebhookReceiver.start();
+    try {
+      const { id: controlId } = await createEndpoint(fx.url, { url: control.url });
+      created.push(controlId);
+      expect((await endpointsOf(fx.url).delete(id)).status).toBe(200);
+      const after = [nameEvent(), nameEvent()];
+      await storeAll(fx.url, after);
+      await waitFor('the control has them', () => control.received.length >= 2);
+      expect(receiver.data.map(fieldsOf)).toEqual([fieldsOf(first)]);
+      expect((await endpointsOf(fx.url).get(id)).status).toBe(404);
+    } finally {
+      await control.close();
+    }
+  });
+
+  it('drops the queue of an endpoint deleted while it was failing', async () => {
+    const { id } = await blockedEndpoint();
+    await storeAll(fx.url, [nameEvent(), nameEvent()]);
+    await waitFor('3 pending', async () => (await pendingOf(id)) === 3);
+    const attempts = receiver.received.length;
+    expect((await endpointsOf(fx.url).delete(id)).status).toBe(200);
+    created.splice(created.indexOf(id), 1);
+    const [{ count }] = await fx.db.query<{ count: number }>(
+      'SELECT count(*)::int AS count FROM webhook_deliveries WHERE endpoint_id = $1',
+      [id],
+    );
+    expect(count).toBe(0);
+    // An attempt under way when the answer was given may finish; none starts after it.
+    expect(receiver.received.length - attempts).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('webhooks and retention', () => {
+  const fx = useApp({ env: { ...WEBHOOK_ENV, RETENTION_DAYS: '1', RETENTION_INTERVAL_MS: '200' } });
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    receiver = await WebhookReceiver.start();
+  });
+  afterAll(() => receiver.close());
+
+  it('never sends the undelivered events that retention deletes', async () => {
+    receiver.answer = () => ({ status: 503 });
+    const { id } = await createEndpoint(fx.url, { url: receiver.url });
+    const recent = new Date().toISOString();
+    const blocker = nameEvent({ changedAt: recent });
+    await store(fx.url, blocker);
+    await waitFor('the blocker attempted', () => receiver.received.length >= 1);
+    await storeAll(fx.url, [
+      nameEvent({ changedAt: '2020-01-01T00:00:00.000Z' }),
+      nameEvent({ changedAt: '2020-01-02T00:00:00.000Z' }),
+    ]);
+    // Deleted by the job (queued or not yet): only the blocker stays pending.
+    await waitFor('the old ones deleted', async () => {
+      const rows = await fx.db.query<{ count: number }>(
+        "SELECT count(*)::int AS count FROM name_change_events WHERE changed_at < '2021-01-01'",
+      );
+      return rows[0].count === 0;
+    });
+    expect((await statusOf(fx.url, id)).pending).toBe(1);
+    receiver.answer = () => ({ status: 200 });
+    const sentinel = nameEvent({ changedAt: recent });
+    await store(fx.url, sentinel);
+    await waitFor('the sentinel', () => receiver.data.some((d) => d.userId === sentinel.userId), {
+      timeoutMs: 20_000,
+    });
+    const names = new Set(receiver.data.map((d) => d.userId));
+    expect([...names]).toEqual([blocker.userId, sentinel.userId]);
+  }, 30_000);
+});
