@@ -51,9 +51,11 @@ describe('unknown query keys', () => {
     await db.drop();
   });
 
+  /** The keys a route needs before it can refuse another one. */
+  const required: Record<string, string> = { '/api/prevnames': 'name=n&' };
   const request = (method: string, path: string, query: string) =>
     http(
-      `${app.url}${path}?${query}`,
+      `${app.url}${path}?${required[path] ?? ''}${query}`,
       method === 'POST' ? { method, json: event, headers } : { method, headers },
     );
 
@@ -67,6 +69,7 @@ describe('unknown query keys', () => {
       'GET /api/health/live',
       'GET /api/health/ready',
       'GET /api/metrics',
+      'GET /api/prevnames',
       'GET /api/users/query-keys/opt-out',
       'GET /api/users/query-keys/prevnames',
       'GET /api/webhooks/prevnames/listen',
@@ -101,6 +104,11 @@ describe('unknown query keys', () => {
   });
 
   it('still takes the keys each route documents', async () => {
+    const search = await http(`${app.url}/api/prevnames?name=n&type=username&limit=1`, {
+      headers,
+    });
+    expect(search.status).toBe(200);
+    expect(search.body).toEqual({ name: 'n', matches: [], code: 200 });
     const history = await http(`${app.url}/api/users/query-keys/prevnames?limit=1`);
     expect(history.status).toBe(200);
     expect(history.body).toEqual({ userId: 'query-keys', prevnames: [], code: 200 });

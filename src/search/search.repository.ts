@@ -1,0 +1,87 @@
+import { Injectable } from '@nestjs/common';
+import { SqlService } from '../database/sql.service.js';
+import type { NameType } from '../name-events/name-event.types.js';
+import type { SearchPosition } from './search-cursor.js';
+import type { SearchMatch } from './search.dto.js';
+
+/**
+ * The indexed form of a name (see the migration's index): NFC, then the database's Unicode
+ * lower case. The query's name goes through the same expression in Postgres, never through
+ * JavaScript's `toLowerCase`, which lowers a few letters otherwise ('İ').
+ */
+const SEARCH_KEY = 'lower(normalize(name, NFC))';
+const QUERY_KEY = 'lower(normalize($1::text, NFC))';
+/** A LIKE pattern that matches the query's key as a prefix, its own `\`, `%` and `_` taken literally. */
+const QUERY_PREFIX = `replace(replace(replace(${QUERY_KEY}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
+
+const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** Before every stored event. */
+export const SEARCH_START: SearchPosition = { at: '-infinity', id: '0' };
+
+export interface SearchCriteria {
+  name: string;
+  type?: NameType;
+  match: SearchMatch;
+  /** Only matches after this position. */
+  after: SearchPosition;
+  limit: number;
+}
+
+export interface SearchRow {
+  userId: string;
+  type: NameType;
+  name: string;
+  changedAt: string;
+}
+
+export interface SearchPage {
+  matches: SearchRow[];
+  /** Where the last match is, when more remain after it. */
+  next?: SearchPosition;
+}
+
+/**
+ * The name search's reads of the events table (its own data, through the expression index
+ * of this module's migration). Erased and opted-out users' rows are deleted from the table,
+ * and with them their index entries: nothing here needs to know about them.
+ */
+@Injectable()
+export class SearchRepository {
+  constructor(private readonly sql: SqlService) {}
+
+  /** The matches after a position, in (changedAt, id) order; one row past the limit tells whether more remain. */
+  async findMatches(criteria: SearchCriteria): Promise<SearchPage> {
+    const typed = criteria.type !== undefined;
+    const exact = criteria.match === 'exact';
+    const rows = await this.sql.query<SearchRow & SearchPosition>({
+      // Exact: a named statement, planned once (an equality on the index's expression). Prefix:
+      // unnamed, planned with the values bound, so that Postgres sees the LIKE pattern's
+      // literal prefix and turns it into a range of the index.
+      name: exact ? `search-exact${typed ? '-typed' : ''}` : undefined,
+      text: `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
+                    ${UTC_ISO_MICROS} AS at, id::text AS id
+               FROM name_change_events
+              WHERE ${SEARCH_KEY} ${exact ? `= ${QUERY_KEY}` : `LIKE ${QUERY_PREFIX}`}
+                AND (changed_at, id) > ($2::timestamptz, $3::bigint)
+                ${typed ? 'AND type = $5' : ''}
+              ORDER BY changed_at, name_change_events.id
+              LIMIT $4`,
+      values: [
+        criteria.name,
+        criteria.after.at,
+        criteria.after.id,
+        criteria.limit + 1,
+        ...(typed ? [criteria.type] : []),
+      ],
+    });
+    const more = rows.length > criteria.limit;
+    if (more) rows.pop();
+    const last = rows[rows.length - 1];
+    return {
+      matches: rows.map(({ userId, type, name, changedAt }) => ({ userId, type, name, changedAt })),
+      next: more ? { at: last.at, id: last.id } : undefined,
+    };
+  }
+}
