@@ -5,6 +5,7 @@ import { DatabaseModule } from '../database/database.module.js';
 import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { searchMigrations } from './migrations/index.js';
 import { searchConfig } from './search.config.js';
+import './search-index.js';
 import { SearchController } from './search.controller.js';
 import { SearchRepository } from './search.repository.js';
 import { SearchService } from './search.service.js';
