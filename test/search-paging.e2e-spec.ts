@@ -88,6 +88,13 @@ describe('the name search: paging', () => {
     );
   });
 
+  it('pages the longest name, whose cursor is the longest', async () => {
+    const longest = [1, 2].map(() => nameEvent({ name: '\u0001"'.repeat(128) }));
+    await seed(...longest);
+    const pages = await walk(searchQuery({ name: longest[0].name, limit: 1 }));
+    expect(pages).toEqual(longest.map((event) => [matchOf(event)]));
+  });
+
   describe('refuses a cursor', () => {
     let cursor: string;
     beforeAll(async () => {
@@ -112,7 +119,7 @@ describe('the name search: paging', () => {
         'garbage',
         '.',
         `${Buffer.from('["paged",null,"exact","2024-01-01T00:00:00.000000Z","1"]').toString('base64url')}.AAAAAAAAAAAAAAAA`,
-        'x'.repeat(2049),
+        'x'.repeat(4097),
       ]) {
         await refused({ name: 'paged', cursor: bad }, CURSOR_MESSAGE);
       }

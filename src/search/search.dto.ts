@@ -29,8 +29,11 @@ export const CURSOR_MESSAGE =
 export const OTHER_QUERY_MESSAGE =
   'cursor was issued for another search: name, type and match must stay as they were';
 export const PREFIX_MESSAGE = `name must be at least ${PREFIX_MIN_LENGTH} characters long with match=prefix`;
-/** Longer than any cursor issued: a name of 256 characters is at most 1 KiB of UTF-8. */
-const CURSOR_MAX_LENGTH = 2048;
+/**
+ * Longer than any cursor issued: a name of 256 characters is at most 1,536 bytes of JSON (a
+ * control character is escaped in 6), and the cursor is its base64 and a few dozen more.
+ */
+const CURSOR_MAX_LENGTH = 4096;
 
 /** A query key given twice (`?name=a&name=b`) arrives as an array: refused, naming the key. */
 function Once() {
