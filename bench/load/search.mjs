@@ -19,6 +19,8 @@ async function run({ origin, connections = 64, durationMs = 10_000, events, matc
   const errors = {};
   let checked = 0;
   let mismatches = 0;
+  /** What the first answer other than 200 said, for the report. */
+  let firstFailure;
   const started = Date.now();
   const deadline = started + durationMs;
   const loop = async () => {
@@ -46,6 +48,7 @@ async function run({ origin, connections = 64, durationMs = 10_000, events, matc
         const matches = res.statusCode === 200 ? JSON.parse(text).matches : undefined;
         if (!Array.isArray(matches) || matches.length !== (match === 'prefix' ? 10 : 1)) {
           mismatches++;
+          firstFailure ??= `${res.statusCode} ${path}: ${text.slice(0, 200)}`;
         }
       } catch (error) {
         const code = error.code ?? error.message;
@@ -65,6 +68,7 @@ async function run({ origin, connections = 64, durationMs = 10_000, events, matc
     perSec: (ok * 1000) / ms,
     checked,
     mismatches,
+    firstFailure,
     latency: latency.toJSON(),
   };
 }

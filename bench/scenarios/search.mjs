@@ -111,6 +111,11 @@ export const search = {
     out.statuses = Object.fromEntries(
       Object.entries(results).map(([key, { r }]) => [key, r.statuses]),
     );
+    out.failures = Object.fromEntries(
+      Object.entries(results)
+        .filter(([, { r }]) => r.firstFailure)
+        .map(([key, { r }]) => [key, r.firstFailure]),
+    );
     return out;
   },
 };
