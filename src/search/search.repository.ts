@@ -55,19 +55,29 @@ export class SearchRepository {
   async findMatches(criteria: SearchCriteria): Promise<SearchPage> {
     const typed = criteria.type !== undefined;
     const exact = criteria.match === 'exact';
+    const where = `(changed_at, id) > ($2::timestamptz, $3::bigint) ${typed ? 'AND type = $5' : ''}`;
+    const columns = `user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
+                     ${UTC_ISO_MICROS} AS at, id::text AS id`;
     const rows = await this.sql.query<SearchRow & SearchPosition>({
-      // Exact: a named statement, planned once (an equality on the index's expression). Prefix:
-      // unnamed, planned with the values bound, so that Postgres sees the LIKE pattern's
-      // literal prefix and turns it into a range of the index.
+      // Exact: a named statement, planned once; the index gives its matches in answer order,
+      // from the cursor on. Prefix: unnamed, planned with the values bound, so that Postgres
+      // turns the LIKE pattern's literal prefix into a range of the index; the matches are
+      // gathered first (MATERIALIZED), then sorted. Left to itself the planner may walk the
+      // whole table in changed_at order instead, filtering on the name, when it overestimates
+      // how many names share the prefix: a time that grows with the table, not the matches.
       name: exact ? `search-exact${typed ? '-typed' : ''}` : undefined,
-      text: `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
-                    ${UTC_ISO_MICROS} AS at, id::text AS id
-               FROM name_change_events
-              WHERE ${SEARCH_KEY} ${exact ? `= ${QUERY_KEY}` : `LIKE ${QUERY_PREFIX}`}
-                AND (changed_at, id) > ($2::timestamptz, $3::bigint)
-                ${typed ? 'AND type = $5' : ''}
-              ORDER BY changed_at, name_change_events.id
-              LIMIT $4`,
+      text: exact
+        ? `SELECT ${columns} FROM name_change_events
+            WHERE ${SEARCH_KEY} = ${QUERY_KEY} AND ${where}
+            ORDER BY changed_at, name_change_events.id
+            LIMIT $4`
+        : `WITH matches AS MATERIALIZED (
+             SELECT user_id, type, name, changed_at, id FROM name_change_events
+              WHERE ${SEARCH_KEY} LIKE ${QUERY_PREFIX} AND ${where}
+           )
+           SELECT ${columns} FROM matches
+            ORDER BY matches.changed_at, matches.id
+            LIMIT $4`,
       values: [
         criteria.name,
         criteria.after.at,
