@@ -106,6 +106,27 @@ describe('the name search: what matches', () => {
     expect(await names({ name: 'PR', match: 'prefix', type: 'displayname' })).toEqual([]);
   });
 
+  it('answers searches asked at once each with its own matches (they may share a statement)', async () => {
+    const events = Array.from({ length: 30 }, (_, i) =>
+      nameEvent({ name: `Together-${i % 10}`, type: i % 2 ? 'username' : 'displayname' }),
+    );
+    await seed(...events);
+    const queries = Array.from({ length: 30 }, (_, i) => ({
+      name: `TOGETHER-${i % 10}`,
+      ...(i >= 10 ? { type: i % 2 ? 'username' : 'displayname' } : {}),
+      ...(i >= 20 ? { limit: '1' } : {}),
+    }));
+    const answers = await Promise.all(queries.map((query) => search(searchQuery(query))));
+    for (const [i, answer] of answers.entries()) {
+      const expected = events
+        .filter((event) => event.name.toLowerCase() === queries[i].name.toLowerCase())
+        .filter((event) => !queries[i].type || event.type === queries[i].type)
+        .slice(0, queries[i].limit ? 1 : undefined);
+      expect(answer.status).toBe(200);
+      expect(answer.body.matches).toEqual(expected.map(matchOf));
+    }
+  });
+
   it('orders by changedAt, ties in storage order, whoever the users are', async () => {
     const late = nameEvent({ name: 'Tied', changedAt: '2024-06-08T00:00:00.000Z' });
     const tied = [1, 2, 3].map(() => nameEvent({ name: 'tied', changedAt: AT }));
