@@ -457,9 +457,7 @@ async function main() {
             ? (params.minutes * 60 + 180) * 1000
             : opts.quick
               ? 60_000
-              : scenario.name === 'capacity'
-                ? 400_000
-                : 240_000;
+              : (scenario.budgetMs ?? (scenario.name === 'capacity' ? 400_000 : 240_000));
         const quiet = await waitForQuiet(waitQuietMs);
         const monitor = new ForeignCpuMonitor().start();
         const t0 = Date.now();

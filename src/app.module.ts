@@ -18,6 +18,7 @@ import { PrivacyModule } from './privacy/privacy.module.js';
 import { PublishModule } from './publish/publish.module.js';
 import { RateLimitModule } from './rate-limit/rate-limit.module.js';
 import { RedisModule } from './redis/redis.module.js';
+import { SearchModule } from './search/search.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 /**
@@ -37,6 +38,7 @@ const FEATURE_MODULES = [
   EventsModule,
   DetectorModule,
   PrivacyModule,
+  SearchModule,
   WebhooksModule,
 ];
 

@@ -65,6 +65,7 @@ describe('the OpenAPI document against the answers sent', () => {
       PUBLISH_RATE_LIMIT: '3',
       SSE_MAX_LISTENERS: '1',
       ADMIN_TOKEN,
+      SEARCH_RATE_LIMIT: '2',
     });
     noDatabase = await startApp({
       DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test',
@@ -159,6 +160,15 @@ describe('the OpenAPI document against the answers sent', () => {
       // An unknown endpoint's 404 where there is an id; the administration's off otherwise.
       answers.set(`${operationId} 404`, await endpoints(path ? app : noAdmin, path, { method }));
     }
+    // The search: on with ADMIN_TOKEN; 2 searches a window, the 400 counted.
+    const search = (base: TestApp, query: string, headers: Record<string, string> = ADMIN) =>
+      http(`${base.url}/api/prevnames${query}`, { headers });
+    answers.set('searchPreviousNames 401', await search(app, '?name=old_name', {}));
+    answers.set('searchPreviousNames 400', await search(app, ''));
+    expect((await search(app, '?name=old_name')).status).toBe(200);
+    answers.set('searchPreviousNames 429', await search(app, '?name=old_name'));
+    answers.set('searchPreviousNames 404', await search(noAdmin, '?name=old_name'));
+    answers.set('searchPreviousNames 500', await search(noDatabase, '?name=old_name'));
     // Stored and checked without Redis: the opt-out is refused before any broadcast.
     const optedOut = await http(`${noRedis.url}/api/users/opted-out/opt-out`, {
       method: 'PUT',

@@ -13,7 +13,10 @@ const routes: [method: string, path: string][] = [
   ...Object.entries(document.paths).flatMap(([template, operations]) =>
     Object.keys(operations).map(
       (method) =>
-        [method.toUpperCase(), template.replace('{userId}', 'query-keys')] as [string, string],
+        [method.toUpperCase(), template.replace('{userId}', 'query-keys').replace('{id}', '1')] as [
+          string,
+          string,
+        ],
     ),
   ),
   ['GET', '/api/docs'],
@@ -51,9 +54,11 @@ describe('unknown query keys', () => {
     await db.drop();
   });
 
+  /** The keys a route needs before it can refuse another one. */
+  const required: Record<string, string> = { '/api/prevnames': 'name=n&' };
   const request = (method: string, path: string, query: string) =>
     http(
-      `${app.url}${path}?${query}`,
+      `${app.url}${path}?${required[path] ?? ''}${query}`,
       method === 'POST' ? { method, json: event, headers } : { method, headers },
     );
 
@@ -61,15 +66,20 @@ describe('unknown query keys', () => {
     expect(routes.map(([method, path]) => `${method} ${path}`).sort()).toEqual([
       'DELETE /api/users/query-keys/opt-out',
       'DELETE /api/users/query-keys/prevnames',
+      'DELETE /api/webhook-endpoints/1',
       'GET /api/docs',
       'GET /api/docs-json',
       'GET /api/docs-yaml',
       'GET /api/health/live',
       'GET /api/health/ready',
       'GET /api/metrics',
+      'GET /api/prevnames',
       'GET /api/users/query-keys/opt-out',
       'GET /api/users/query-keys/prevnames',
+      'GET /api/webhook-endpoints',
+      'GET /api/webhook-endpoints/1',
       'GET /api/webhooks/prevnames/listen',
+      'POST /api/webhook-endpoints',
       'POST /api/webhooks/prevnames',
       'PUT /api/users/query-keys/opt-out',
     ]);
@@ -101,6 +111,11 @@ describe('unknown query keys', () => {
   });
 
   it('still takes the keys each route documents', async () => {
+    const search = await http(`${app.url}/api/prevnames?name=n&type=username&limit=1`, {
+      headers,
+    });
+    expect(search.status).toBe(200);
+    expect(search.body).toEqual({ name: 'n', matches: [], code: 200 });
     const history = await http(`${app.url}/api/users/query-keys/prevnames?limit=1`);
     expect(history.status).toBe(200);
     expect(history.body).toEqual({ userId: 'query-keys', prevnames: [], code: 200 });

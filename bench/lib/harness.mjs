@@ -11,6 +11,7 @@ const LOAD = {
   listeners: here('../load/listeners.mjs'),
   publisher: here('../load/publisher.mjs'),
   history: here('../load/history.mjs'),
+  search: here('../load/search.mjs'),
 };
 
 /** Loopback source addresses for client sockets: 127.0.0.2 … 127.0.0.9. */
@@ -303,6 +304,15 @@ export class Publisher {
 
 export async function startHistoryReader(ctx) {
   const child = new Child('history-reader', process.execPath, [LOAD.history], {
+    cwd: ctx.root,
+    echo: ctx.verbose,
+  });
+  ctx.track(child);
+  return child;
+}
+
+export async function startSearcher(ctx) {
+  const child = new Child('searcher', process.execPath, [LOAD.search], {
     cwd: ctx.root,
     echo: ctx.verbose,
   });

@@ -3,6 +3,7 @@ import { fanout1k, fanout10k } from './fanout.mjs';
 import { history } from './history.mjs';
 import { idleMemory } from './idle-memory.mjs';
 import { publish } from './publish.mjs';
+import { search } from './search.mjs';
 import { soak } from './soak.mjs';
 import { twoInstances } from './two-instances.mjs';
 import { webhooks } from './webhooks.mjs';
@@ -19,6 +20,7 @@ export const SCENARIOS = [
   twoInstances,
   publish,
   history,
+  search,
   webhooks,
 ];
 /** Only with --soak. */

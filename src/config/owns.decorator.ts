@@ -11,6 +11,13 @@ export interface ApiTag {
   description: string;
 }
 
+/** A bearer-token scheme of the OpenAPI document, for a module's routes (`@ApiBearerAuth(name)`). */
+export interface ApiSecurityScheme {
+  name: string;
+  /** Whose token it is, after "sent as `Authorization: Bearer <token>`: ". */
+  description: string;
+}
+
 /** What a module brings with it, besides its providers and controllers. */
 export interface Owned {
   /** Its environment variables: validated at boot with everyone's, documented by script. */
@@ -21,14 +28,16 @@ export interface Owned {
   entities?: readonly (abstract new (...args: never[]) => object)[];
   /** Its OpenAPI tags. */
   apiTags?: readonly ApiTag[];
+  /** Its OpenAPI bearer-token schemes. */
+  apiSecuritySchemes?: readonly ApiSecurityScheme[];
 }
 
 const OWNED = Symbol('owned');
 
 /**
  * Declares what a module owns, on the module class, so that adding the module to
- * `app.module.ts` is all it takes: the application finds its configuration, migrations and
- * OpenAPI tags there (`collectOwned`).
+ * `app.module.ts` is all it takes: the application finds its configuration, migrations,
+ * OpenAPI tags and security schemes there (`collectOwned`).
  */
 export function Owns(owned: Owned): ClassDecorator {
   return (target) => Reflect.defineMetadata(OWNED, owned, target);
@@ -48,6 +57,7 @@ export function collectOwned(modules: readonly unknown[]): Required<Owned> {
     migrations: owned.flatMap((each) => each.migrations ?? []),
     entities: owned.flatMap((each) => each.entities ?? []),
     apiTags: owned.flatMap((each) => each.apiTags ?? []),
+    apiSecuritySchemes: owned.flatMap((each) => each.apiSecuritySchemes ?? []),
   };
 }
 

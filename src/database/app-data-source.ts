@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type Migration } from 'typeorm';
 import type { PostgresConnectionOptions } from './postgres-options.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
-import { runMigrationsUnderLock } from './migrate.js';
+import { runMigrationsApart, runMigrationsUnderLock } from './migrate.js';
 
 const RECONNECT_DELAY_MS = 2_000;
 
@@ -72,8 +72,16 @@ export class AppDataSource extends DataSource {
   }
 
   private async connectOnce(): Promise<void> {
-    if (!this.isInitialized) await this.initialize();
-    const applied = await runMigrationsUnderLock(this);
+    let applied: Migration[];
+    if (this.embedded) {
+      // PGlite takes one connection at a time: its migrations run on the pool's one.
+      if (!this.isInitialized) await this.initialize();
+      applied = await runMigrationsUnderLock(this);
+    } else {
+      // On a connection of their own, without the requests' statement timeouts.
+      applied = await runMigrationsApart(this.options as PostgresConnectionOptions);
+      if (!this.isInitialized) await this.initialize();
+    }
     this.migrated = true;
     for (const migration of applied) this.log.log(`Applied migration ${migration.name}`);
   }

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DataSource, Migration, MigrationExecutor, type QueryRunner } from 'typeorm';
+import type { PostgresConnectionOptions } from './postgres-options.js';
 
 /** Any fixed number, the same in every instance: "pgmigrat" in ASCII. */
 const MIGRATION_LOCK_KEY = '8101225016484541556';
@@ -32,6 +33,26 @@ export async function runMigrationsUnderLock(dataSource: DataSource): Promise<Mi
     }
   } finally {
     await runner.release();
+  }
+}
+
+/**
+ * `runMigrationsUnderLock` on a data source of its own: one connection, without the statement
+ * timeouts of the application's pool, neither Postgres's nor the client's. A migration may
+ * take long (an index built over a large table): cut short, it would be tried again at every
+ * start and never finish. Closed before it returns.
+ */
+export async function runMigrationsApart(options: PostgresConnectionOptions): Promise<Migration[]> {
+  const extra = options.extra as Record<string, unknown> | undefined;
+  const dataSource = new DataSource({
+    ...options,
+    extra: { ...extra, max: 1, statement_timeout: undefined, query_timeout: undefined },
+  });
+  await dataSource.initialize();
+  try {
+    return await runMigrationsUnderLock(dataSource);
+  } finally {
+    await dataSource.destroy();
   }
 }
 

@@ -32,7 +32,7 @@ const TOKEN_DESCRIPTION =
 
 /** The OpenAPI document of the application. Operation ids are the handler names. */
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
-  const config = new DocumentBuilder()
+  const builder = new DocumentBuilder()
     .setTitle('Name history service')
     .setDescription(DESCRIPTION)
     .setVersion(version)
@@ -47,12 +47,21 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       type: 'http',
       scheme: 'bearer',
       description: `${TOKEN_DESCRIPTION}: the operator's ADMIN_TOKEN (16 characters or more).`,
-    })
-    .build();
+    });
+  // A module's own tokens (`@Owns({ apiSecuritySchemes })`).
+  const owned = app.get<Required<Owned>>(OWNED_BY_MODULES);
+  for (const { name, description } of owned.apiSecuritySchemes) {
+    builder.addSecurity(name, {
+      type: 'http',
+      scheme: 'bearer',
+      description: `${TOKEN_DESCRIPTION}: ${description}`,
+    });
+  }
+  const config = builder.build();
   // Each module names its own tags (`@Owns`), in the order of app.module.ts; every stream
   // goes under one tag of its own (see document-rules.ts).
   config.tags = [
-    ...app.get<Required<Owned>>(OWNED_BY_MODULES).apiTags.map((tag) => ({ ...tag })),
+    ...owned.apiTags.map((tag) => ({ ...tag })),
     { name: STREAM_TAG, description: STREAM_TAG_DESCRIPTION },
   ];
   const document = SwaggerModule.createDocument(app, config, {

@@ -1,14 +1,8 @@
-import {
-  CanActivate,
-  ExecutionContext,
-  HttpException,
-  HttpStatus,
-  Injectable,
-} from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { rateLimitConfig } from './rate-limit.config.js';
-import { RateLimitStore } from './rate-limit.store.js';
+import { RateLimiter, type RateLimitBudget } from './rate-limiter.service.js';
 
 export const RATE_LIMITED_MESSAGE = 'Too many requests: the publish rate limit is exceeded';
 
@@ -20,29 +14,19 @@ export const RATE_LIMITED_MESSAGE = 'Too many requests: the publish rate limit i
  */
 @Injectable()
 export class PublishRateLimitGuard implements CanActivate {
-  private readonly limit: number;
-  private readonly windowMs: number;
+  private readonly budget: RateLimitBudget;
 
   constructor(
-    private readonly store: RateLimitStore,
+    private readonly limiter: RateLimiter,
     @InjectConfig(rateLimitConfig) { limit, windowMs }: ConfigOf<typeof rateLimitConfig>,
   ) {
-    this.limit = limit;
-    this.windowMs = windowMs;
+    this.budget = { name: 'publish', limit, windowMs, message: RATE_LIMITED_MESSAGE };
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    if (this.limit === 0) return true;
     const http = context.switchToHttp();
     const request = http.getRequest<Request>();
-    const response = http.getResponse<Response>();
-    const record = await this.store.hit(`publish:${request.ip}`, this.limit, this.windowMs);
-    response.setHeader('X-RateLimit-Limit', this.limit);
-    response.setHeader('X-RateLimit-Remaining', Math.max(0, this.limit - record.hits));
-    if (record.blocked) {
-      response.setHeader('Retry-After', record.retryAfterSeconds);
-      throw new HttpException(RATE_LIMITED_MESSAGE, HttpStatus.TOO_MANY_REQUESTS);
-    }
+    await this.limiter.consume(this.budget, request.ip ?? '', http.getResponse<Response>());
     return true;
   }
 }

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { once } from 'node:events';
 import type { RedisClient } from '../redis/redis-connections.js';
 import { RateLimitRecord, RateLimitStore } from './rate-limit.store.js';
 
@@ -16,8 +17,14 @@ return {hits, redis.call('PTTL', KEYS[1])}
  */
 export class RedisRateLimitStore extends RateLimitStore {
   private readonly logger = new Logger('RedisRateLimitStore');
+  private redis?: Promise<RedisClient>;
+
+  /**
+   * `connect` is called at the first hit, which waits for the connection (commands fail at
+   * once while it is down): an instance whose budgets are all off holds no connection.
+   */
   constructor(
-    private readonly redis: RedisClient,
+    private readonly connect: () => RedisClient,
     private readonly prefix: string,
   ) {
     super();
@@ -25,7 +32,8 @@ export class RedisRateLimitStore extends RateLimitStore {
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateLimitRecord> {
     try {
-      const [hits, ttlMs] = (await this.redis.eval(HIT, 1, `${this.prefix}:${key}`, windowMs)) as [
+      const redis = await (this.redis ??= whenReady(this.connect()));
+      const [hits, ttlMs] = (await redis.eval(HIT, 1, `${this.prefix}:${key}`, windowMs)) as [
         number,
         number,
       ];
@@ -39,4 +47,15 @@ export class RedisRateLimitStore extends RateLimitStore {
       return { hits: 0, blocked: false, retryAfterSeconds: 0 };
     }
   }
+}
+
+/** How long the first hit waits for the new connection; past it, the hit goes on (and passes). */
+const FIRST_CONNECT_WAIT_MS = 2_000;
+
+async function whenReady(redis: RedisClient): Promise<RedisClient> {
+  if (redis.status !== 'ready') {
+    const timeout = AbortSignal.timeout(FIRST_CONNECT_WAIT_MS);
+    await once(redis, 'ready', { signal: timeout }).catch(() => undefined);
+  }
+  return redis;
 }

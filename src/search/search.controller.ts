@@ -1,0 +1,92 @@
+import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { ApiErrorResponses } from '../common/api-error-responses.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { NoAccessLog } from '../common/route-traits.js';
+import { SearchQueryDto, SearchResponseDto } from './search.dto.js';
+import { SearchService } from './search.service.js';
+import {
+  RATE_LIMITED_MESSAGE,
+  SearchCaller,
+  SearchTokenGuard,
+  type SearchIdentity,
+} from './search-token.guard.js';
+
+const LINK_DESCRIPTION =
+  'RFC 8288 link to the next page, present only while matches remain: `rel="next"`. Following it visits every match exactly once, in order. The target keeps `name`, `type`, `match` and `limit` and adds an opaque `cursor`; the limit may be changed on the way.';
+
+// No access log line: its URL would carry the name searched for, and logs carry no names. The
+// search logs a line of its own instead (SearchService, SearchTokenGuard).
+@ApiTags('search')
+@NoAccessLog()
+@Controller('prevnames')
+@UseGuards(SearchTokenGuard)
+export class SearchController {
+  constructor(private readonly search: SearchService) {}
+
+  @Get()
+  @ApiOperation({
+    summary: 'Who had this name',
+    description:
+      'Every recorded previous name equal to `name` ignoring case (Unicode lower case, after NFC normalisation; with `match=prefix`, every one that starts with it), with its user: oldest `changedAt` first, then in the order they were stored. Erased and opted-out users never appear. Paged: follow the `Link` header. Needs SEARCH_TOKEN (or ADMIN_TOKEN); each search is rate limited per token and logged with which token it came with.',
+  })
+  @ApiBearerAuth('search')
+  @ApiBearerAuth('admin')
+  @ApiOkResponse({
+    type: SearchResponseDto,
+    description: 'The matches of this page.',
+    headers: {
+      Link: {
+        description: LINK_DESCRIPTION,
+        required: false,
+        schema: {
+          type: 'string',
+          example:
+            '</api/prevnames?name=old_name&limit=100&cursor=WyJvbGRfbmFtZSIsbnVsbCwiZXhhY3QiLCIyMDI0LTA2LTA3VDE1OjMwOjAwLjAwMDAwMFoiLCI0MiJd.I_8sekirjAKhDryc>; rel="next"',
+        },
+      },
+    },
+  })
+  @ApiResponse({
+    status: 401,
+    description: 'The bearer token is missing, or is neither SEARCH_TOKEN nor ADMIN_TOKEN.',
+    type: ErrorResponseDto,
+    example: { message: 'Missing or invalid bearer token', code: 401 },
+  })
+  @ApiResponse({
+    status: 404,
+    description:
+      'Neither SEARCH_TOKEN nor ADMIN_TOKEN is set: the search is off, and the route answers as an unknown one.',
+    type: ErrorResponseDto,
+    example: { message: 'Cannot GET /api/prevnames?name=old_name', code: 404 },
+  })
+  @ApiResponse({
+    status: 429,
+    description:
+      "Past the token's budget (SEARCH_RATE_LIMIT per SEARCH_RATE_WINDOW_MS): try again after `Retry-After` seconds.",
+    type: ErrorResponseDto,
+    example: { message: RATE_LIMITED_MESSAGE, code: 429 },
+    headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } },
+  })
+  @ApiErrorResponses([400, 'name is required'], 500)
+  async searchPreviousNames(
+    @Query() query: SearchQueryDto,
+    @SearchCaller() caller: SearchIdentity,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<SearchResponseDto> {
+    const result = await this.search.searchPreviousNames(query, caller);
+    if (result.next) res.setHeader('Link', linkTo(res.req.path, query, result.next));
+    return result.body;
+  }
+}
+
+/** The Link header of the next page: the same search from the cursor, with the same limit. */
+function linkTo(path: string, query: SearchQueryDto, cursor: string): string {
+  const params = new URLSearchParams({ name: query.name });
+  if (query.type) params.set('type', query.type);
+  if (query.match) params.set('match', query.match);
+  if (query.limit !== undefined) params.set('limit', String(query.limit));
+  params.set('cursor', cursor);
+  return `<${path}?${params.toString()}>; rel="next"`;
+}

@@ -1,0 +1,49 @@
+import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
+import { AdminModule } from '../admin/admin.module.js';
+import { Owns } from '../config/owns.decorator.js';
+import { DatabaseModule } from '../database/database.module.js';
+import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
+import { searchMigrations } from './migrations/index.js';
+import { searchConfig } from './search.config.js';
+import './search-index.js';
+import { SearchController } from './search.controller.js';
+import { SearchRepository } from './search.repository.js';
+import { SearchService } from './search.service.js';
+import { SearchTokenGuard } from './search-token.guard.js';
+
+/**
+ * GET /prevnames: who had a given name (off unless SEARCH_TOKEN or ADMIN_TOKEN is set). It
+ * reads the events table's own rows through an expression index of its own migration, so
+ * what the domain deletes (erasure, opt-out, retention) is gone from the search at once.
+ * Offers nothing to other modules.
+ */
+@Owns({
+  apiTags: [
+    {
+      name: 'search',
+      description:
+        'Who had a given name (moderation; off unless SEARCH_TOKEN or ADMIN_TOKEN is set)',
+    },
+  ],
+  apiSecuritySchemes: [
+    {
+      name: 'search',
+      description:
+        "the operator's SEARCH_TOKEN (16 characters or more); ADMIN_TOKEN is accepted too.",
+    },
+  ],
+  config: [searchConfig],
+  migrations: searchMigrations,
+})
+@Module({
+  imports: [AdminModule, DatabaseModule, RateLimitModule],
+  controllers: [SearchController],
+  providers: [SearchService, SearchRepository, SearchTokenGuard],
+})
+export class SearchModule implements NestModule {
+  constructor(private readonly guard: SearchTokenGuard) {}
+
+  configure(consumer: MiddlewareConsumer): void {
+    this.guard.hideUnlessEnabled(consumer, SearchController);
+  }
+}

@@ -1,0 +1,155 @@
+import { Injectable } from '@nestjs/common';
+import DataLoader from 'dataloader';
+import { SqlService } from '../database/sql.service.js';
+import type { NameType } from '../name-events/name-event.types.js';
+import type { SearchPosition } from './search-cursor.js';
+import type { SearchMatch } from './search.dto.js';
+
+/**
+ * The indexed form of a name (see the migration's index): NFC, then the database's Unicode
+ * lower case. The query's name goes through the same expression in Postgres, never through
+ * JavaScript's `toLowerCase`, which lowers a few letters otherwise ('İ').
+ */
+const SEARCH_KEY = 'lower(normalize(name, NFC))';
+const QUERY_KEY = 'lower(normalize($1::text, NFC))';
+/** A LIKE pattern that matches the query's key as a prefix, its own `\`, `%` and `_` taken literally. */
+const QUERY_PREFIX = `replace(replace(replace(${QUERY_KEY}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
+
+// Unqualified: `changed_at` is the events' column wherever these appear.
+const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** The most exact searches one batched statement answers. */
+const EXACT_BATCH_MAX = 100;
+
+/** Before every stored event. */
+export const SEARCH_START: SearchPosition = { at: '-infinity', id: '0' };
+
+export interface SearchCriteria {
+  name: string;
+  type?: NameType;
+  match: SearchMatch;
+  /** Only matches after this position. */
+  after: SearchPosition;
+  limit: number;
+}
+
+export interface SearchRow {
+  userId: string;
+  type: NameType;
+  name: string;
+  changedAt: string;
+}
+
+type MatchRow = SearchRow & SearchPosition;
+
+export interface SearchPage {
+  matches: SearchRow[];
+  /** Where the last match is, when more remain after it. */
+  next?: SearchPosition;
+}
+
+/**
+ * The name search's reads of the events table (its own data, through the expression index
+ * of this module's migration). Erased and opted-out users' rows are deleted from the table,
+ * and with them their index entries: nothing here needs to know about them.
+ */
+@Injectable()
+export class SearchRepository {
+  /**
+   * Exact searches, batched as the history's reads are: every search asked while the event
+   * loop polls one round of sockets goes out as one statement, each answered from its own
+   * scan of the index (a LATERAL join). Nothing is cached.
+   */
+  private readonly exactSearches = new DataLoader<SearchCriteria, MatchRow[]>(
+    (batch) => this.findExactBatch(batch),
+    {
+      cache: false,
+      maxBatchSize: EXACT_BATCH_MAX,
+      batchScheduleFn: (dispatch) => setImmediate(dispatch),
+    },
+  );
+
+  constructor(private readonly sql: SqlService) {}
+
+  /** The matches after a position, in (changedAt, id) order; one row past the limit tells whether more remain. */
+  async findMatches(criteria: SearchCriteria): Promise<SearchPage> {
+    const asked = { ...criteria, limit: criteria.limit + 1 };
+    const rows =
+      criteria.match === 'exact'
+        ? await this.exactSearches.load(asked)
+        : await this.findByPrefix(asked);
+    const more = rows.length > criteria.limit;
+    if (more) rows.pop();
+    const last = rows[rows.length - 1];
+    return {
+      matches: rows.map(({ userId, type, name, changedAt }) => ({ userId, type, name, changedAt })),
+      next: more ? { at: last.at, id: last.id } : undefined,
+    };
+  }
+
+  /**
+   * Exact searches, one statement: a named statement, planned once; the index gives each
+   * search's matches in answer order, from its cursor on.
+   */
+  private async findExactBatch(batch: readonly SearchCriteria[]): Promise<MatchRow[][]> {
+    const rows = await this.sql.query<MatchRow & { i: number }>({
+      name: 'search-exact-batch',
+      text: `SELECT q.i::int AS i, m."userId", m.type, m.name, m."changedAt", m.at, m.id
+               FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::int[])
+                    WITH ORDINALITY AS q(name, type, after_at, after_id, lim, i)
+              CROSS JOIN LATERAL (
+                SELECT e.user_id AS "userId", e.type, e.name, ${UTC_ISO} AS "changedAt",
+                       ${UTC_ISO_MICROS} AS at, e.id::text AS id,
+                       e.changed_at AS sort_at, e.id AS sort_id
+                  FROM name_change_events e
+                 WHERE lower(normalize(e.name, NFC)) = lower(normalize(q.name, NFC))
+                   AND (e.changed_at, e.id) > (q.after_at, q.after_id)
+                   AND (q.type IS NULL OR e.type = q.type)
+                 ORDER BY e.changed_at, e.id
+                 LIMIT q.lim) m
+              ORDER BY q.i, m.sort_at, m.sort_id`,
+      values: [
+        batch.map((c) => c.name),
+        batch.map((c) => c.type ?? null),
+        batch.map((c) => c.after.at),
+        batch.map((c) => c.after.id),
+        batch.map((c) => c.limit),
+      ],
+    });
+    const byQuery = batch.map((): MatchRow[] => []);
+    for (const { i, ...row } of rows) byQuery[i - 1].push(row);
+    return byQuery;
+  }
+
+  /**
+   * A prefix: unnamed, planned with the values bound, so that Postgres turns the LIKE
+   * pattern's literal prefix into a range of the index; the matches are gathered first
+   * (MATERIALIZED), then sorted. Left to itself the planner may walk the whole table in
+   * changed_at order instead, filtering on the name, when it overestimates how many names
+   * share the prefix: a time that grows with the table, not the matches.
+   */
+  private findByPrefix(criteria: SearchCriteria): Promise<MatchRow[]> {
+    const typed = criteria.type !== undefined;
+    return this.sql.query<MatchRow>({
+      text: `WITH matches AS MATERIALIZED (
+               SELECT user_id, type, name, changed_at, id FROM name_change_events
+                WHERE ${SEARCH_KEY} LIKE ${QUERY_PREFIX}
+                  AND (changed_at, id) > ($2::timestamptz, $3::bigint)
+                  ${typed ? 'AND type = $5' : ''}
+             )
+             SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
+                    ${UTC_ISO_MICROS} AS at, id::text AS id
+               FROM matches
+              ORDER BY matches.changed_at, matches.id
+              LIMIT $4`,
+      values: [
+        criteria.name,
+        criteria.after.at,
+        criteria.after.id,
+        criteria.limit,
+        ...(typed ? [criteria.type] : []),
+      ],
+    });
+  }
+}

@@ -1,0 +1,55 @@
+import { BadRequestException, Injectable, Logger } from '@nestjs/common';
+import { decodeSearchCursor, encodeSearchCursor, sameQuery } from './search-cursor.js';
+import {
+  CURSOR_MESSAGE,
+  OTHER_QUERY_MESSAGE,
+  PREFIX_MESSAGE,
+  PREFIX_MIN_LENGTH,
+  SEARCH_DEFAULT_LIMIT,
+  type SearchQueryDto,
+  type SearchResponseDto,
+} from './search.dto.js';
+import type { SearchIdentity } from './search-token.guard.js';
+import { SEARCH_START, SearchRepository } from './search.repository.js';
+
+/** A page of a search, with the cursor of the next one while matches remain. */
+export interface SearchResult {
+  body: SearchResponseDto;
+  next?: string;
+}
+
+@Injectable()
+export class SearchService {
+  private readonly logger = new Logger('Search');
+
+  constructor(private readonly repository: SearchRepository) {}
+
+  /**
+   * Who had this name: the page of matches the query (and its cursor) selects. Each search is
+   * logged with the identity of its token, its options and how many matches the page holds;
+   * never the name (a log is no place for personal data).
+   */
+  async searchPreviousNames(query: SearchQueryDto, caller: SearchIdentity): Promise<SearchResult> {
+    const match = query.match ?? 'exact';
+    if (match === 'prefix' && [...query.name].length < PREFIX_MIN_LENGTH) {
+      throw new BadRequestException(PREFIX_MESSAGE);
+    }
+    const key = { name: query.name, type: query.type, match };
+    let after = SEARCH_START;
+    if (query.cursor !== undefined) {
+      const cursor = decodeSearchCursor(query.cursor);
+      if (!cursor) throw new BadRequestException(CURSOR_MESSAGE);
+      if (!sameQuery(cursor.query, key)) throw new BadRequestException(OTHER_QUERY_MESSAGE);
+      after = cursor.position;
+    }
+    const limit = query.limit ?? SEARCH_DEFAULT_LIMIT;
+    const page = await this.repository.findMatches({ ...key, after, limit });
+    this.logger.log(
+      `Name search by the ${caller}: match=${match} type=${query.type ?? 'any'} limit=${limit}${query.cursor === undefined ? '' : ' (next page)'}: ${page.matches.length} match(es)`,
+    );
+    return {
+      body: { name: query.name, matches: page.matches, code: 200 },
+      next: page.next && encodeSearchCursor(key, page.next),
+    };
+  }
+}
