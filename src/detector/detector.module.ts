@@ -7,7 +7,6 @@ import { Clock } from './clock.js';
 import { discordConfig } from './detector.config.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './detector.settings.js';
-import { DiscordClientFactory } from './discord-client.factory.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
 import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
@@ -28,7 +27,6 @@ import { NameChangeDetector } from './name-change-detector.js';
         detectorSettings(discord),
     },
     Clock,
-    DiscordClientFactory,
     DetectorOutbox,
     NameChangeDetector,
     MemberListRequester,

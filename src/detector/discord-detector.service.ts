@@ -5,12 +5,13 @@ import {
   type OnApplicationBootstrap,
   type OnModuleDestroy,
 } from '@nestjs/common';
-import { Events, GatewayCloseCodes, type Client, type CloseEvent } from 'discord.js';
+import { GatewayCloseCodes, GatewayDispatchEvents } from 'discord.js';
 import { LeaseCompetition } from '../redis/lease-competition.js';
 import { Leases } from '../redis/leases.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
-import { DiscordClientFactory } from './discord-client.factory.js';
+import { DiscordGateway } from './discord-gateway.js';
+import { TokenRefusedError } from './gateway-bot.js';
 import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
 
@@ -29,24 +30,23 @@ interface ClientFailure {
 
 /**
  * The Discord detector: while this instance holds the lease (always, without Redis), it runs
- * a gateway client whose name changes go through the publish path. Off without DISCORD_TOKEN.
+ * the gateway connections (DiscordGateway) whose name changes go through the publish path. Off without DISCORD_TOKEN.
  * A failed or refused login, or a connection Discord closes for good, is logged and retried
  * later with the lease given up meanwhile, never in a tight loop and never crashing the app.
  */
 @Injectable()
 export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DiscordDetector');
-  private client?: Client;
+  private gateway?: DiscordGateway;
   private unwatch: (() => void)[] = [];
   private failures = 0;
   private stopping = false;
-  /** Who runs the gateway client: exactly one instance at a time (always this one without Redis). */
+  /** Who runs the gateway connections: exactly one instance at a time (always this one without Redis). */
   private readonly lease: LeaseCompetition;
 
   constructor(
     @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
     private readonly leases: Leases,
-    private readonly clients: DiscordClientFactory,
     private readonly detector: NameChangeDetector,
     private readonly requester: MemberListRequester,
     private readonly outbox: DetectorOutbox,
@@ -54,20 +54,24 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
     this.lease = new LeaseCompetition(leases, 'detector', settings.leaseMs, {
       acquired: (lease) => {
         this.logger.log(`Holding the gateway lease (${lease.name}, ${settings.leaseMs} ms)`);
-        lease.signal.addEventListener('abort', () => void this.stopClient(), { once: true });
-        void this.startClient();
+        lease.signal.addEventListener('abort', () => void this.stopGateway(), { once: true });
+        void this.startGateway();
       },
     });
   }
 
-  /** The gateway client this instance runs now, if any. */
-  get activeClient(): Client | undefined {
-    return this.client;
+  /** The gateway connections this instance runs now, if any. */
+  get activeGateway(): DiscordGateway | undefined {
+    return this.gateway;
   }
 
   onApplicationBootstrap(): void {
     if (!this.settings.token) {
       this.logger.log('Discord detector: off (DISCORD_TOKEN is not set)');
+      return;
+    }
+    if (!this.settings.enabled) {
+      this.logger.log('Discord detector: off on this instance (DETECTOR_ENABLED=false)');
       return;
     }
     this.logger.log(`Discord detector: on (${this.leases.description})`);
@@ -77,62 +81,63 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
   /** Runs before the database and Redis connections close: stop detecting, then let go. */
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
-    await this.stopClient();
+    await this.stopGateway();
     await this.lease.stop();
     await this.outbox.stop();
   }
 
-  private async startClient(): Promise<void> {
-    if (this.stopping || this.client) return;
-    const client = this.clients.create();
-    this.client = client;
+  private async startGateway(): Promise<void> {
+    if (this.stopping || this.gateway) return;
+    const gateway = new DiscordGateway(
+      {
+        token: this.settings.token!,
+        apiUrl: this.settings.apiUrl,
+        gatewayUrl: this.settings.gatewayUrl,
+        shardCount: this.settings.shardCount,
+      },
+      {
+        closed: (code, shardId, forGood) => {
+          if (forGood) void this.fail(gateway, closeFailure(code, shardId));
+        },
+        identified: () => undefined,
+        resumed: () => undefined,
+        warn: (message) => this.logger.warn(message),
+      },
+    );
+    this.gateway = gateway;
     this.unwatch = [
-      this.detector.watch(client),
-      this.requester.watch(client),
-      this.watchConnection(client),
+      this.detector.watch(gateway),
+      this.requester.watch(gateway),
+      gateway.onDispatch((packet, shardId) => {
+        if (packet.t !== GatewayDispatchEvents.Ready) return;
+        this.failures = 0;
+        const { user, guilds, shard } = packet.d;
+        this.logger.log(
+          `Discord detector: shard ${shardId} of ${shard?.[1] ?? 1} on as ${user.username} ` +
+            `(${user.id}), watching ${guilds.length} server(s)`,
+        );
+      }),
     ];
     this.logger.log('Discord detector: logging in to the gateway');
     try {
-      await client.login(this.settings.token);
+      const info = await gateway.connectInfo();
+      if (this.gateway !== gateway) return;
+      const shards = gateway.shardCount;
+      this.logger.log(
+        `Discord detector: ${shards} shard(s) (Discord recommends ${info.shards}), ` +
+          `${info.session_start_limit.max_concurrency} identify(ies) per 5 s, ` +
+          `${info.session_start_limit.remaining} session start(s) left today`,
+      );
+      for (let shardId = 0; shardId < shards; shardId++) await gateway.startShard(shardId);
     } catch (error) {
-      await this.fail(client, loginFailure(error));
+      await this.fail(gateway, loginFailure(error));
     }
   }
 
-  private watchConnection(client: Client): () => void {
-    const onReady = (ready: Client<true>) => {
-      this.failures = 0;
-      this.logger.log(
-        `Discord detector: on as ${ready.user.tag} (${ready.user.id}), ` +
-          `watching ${ready.guilds.cache.size} server(s)`,
-      );
-    };
-    // Emitted only for close codes after which discord.js does not reconnect.
-    const onDisconnect = (event: CloseEvent, shardId: number) =>
-      void this.fail(client, closeFailure(event.code, shardId));
-    const onShardError = (error: Error, shardId: number) =>
-      this.logger.warn(`Discord shard ${shardId}: ${error.message}`);
-    const onWarn = (message: string) => this.logger.warn(`Discord: ${message}`);
-    client.once(Events.ClientReady, onReady);
-    client.on(Events.ShardDisconnect, onDisconnect);
-    client.on(Events.ShardError, onShardError);
-    client.on(Events.Warn, onWarn);
-    // Stays attached for the client's life: an 'error' nobody listens to would end the process.
-    client.on(Events.Error, (error: Error) =>
-      this.logger.error(`Discord client error: ${error.message}`),
-    );
-    return () => {
-      client.off(Events.ClientReady, onReady);
-      client.off(Events.ShardDisconnect, onDisconnect);
-      client.off(Events.ShardError, onShardError);
-      client.off(Events.Warn, onWarn);
-    };
-  }
-
-  private async fail(client: Client, failure: ClientFailure): Promise<void> {
+  private async fail(gateway: DiscordGateway, failure: ClientFailure): Promise<void> {
     // Already stopped: shutdown, a lost lease, or an earlier report of the same failure.
-    if (this.client !== client) return;
-    await this.stopClient();
+    if (this.gateway !== gateway) return;
+    await this.stopGateway();
     const wait = failure.refused
       ? this.settings.refusedRetryMs
       : Math.min(this.settings.loginRetryMs * 2 ** this.failures, this.settings.loginRetryMaxMs);
@@ -141,19 +146,19 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
     if (!this.stopping) await this.lease.yield(wait);
   }
 
-  private async stopClient(): Promise<void> {
-    const client = this.client;
-    if (!client) return;
-    this.client = undefined;
+  private async stopGateway(): Promise<void> {
+    const gateway = this.gateway;
+    if (!gateway) return;
+    this.gateway = undefined;
     for (const stop of this.unwatch.splice(0)) stop();
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        client.destroy(),
+        gateway.stopAll({ resumable: false }),
         new Promise((resolve) => (timer = setTimeout(resolve, DESTROY_TIMEOUT_MS))),
       ]);
     } catch (error) {
-      this.logger.warn(`Discord client did not close cleanly: ${(error as Error).message}`);
+      this.logger.warn(`Discord gateway did not close cleanly: ${(error as Error).message}`);
     } finally {
       clearTimeout(timer);
     }
@@ -162,20 +167,8 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
 }
 
 function loginFailure(error: unknown): ClientFailure {
-  const { code, message = String(error) } = (error ?? {}) as { code?: unknown; message?: string };
-  if (code === 'TokenInvalid' || /authentication failed/i.test(message)) {
-    return {
-      refused: true,
-      message: 'Discord refused the login: DISCORD_TOKEN is not a valid bot token',
-    };
-  }
-  if (/disallowed intents/i.test(message)) {
-    return {
-      refused: true,
-      message: `Discord refused the login: the bot may not use the Server Members intent; ${INTENT_HELP}`,
-    };
-  }
-  return { refused: false, message: `Discord login failed: ${message}` };
+  if (error instanceof TokenRefusedError) return { refused: true, message: error.message };
+  return { refused: false, message: `Discord login failed: ${(error as Error).message}` };
 }
 
 function closeFailure(code: number, shardId: number): ClientFailure {

@@ -1,31 +1,28 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import {
-  Events,
   GatewayDispatchEvents,
-  type Client,
   type GatewayDispatchPayload,
   type GatewayGuildCreateDispatchData,
   type GatewayGuildMembersChunkDispatchData,
 } from 'discord.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { Clock } from './clock.js';
+import type { DiscordGateway } from './discord-gateway.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { observeMember, type MemberObservation } from './member-observation.js';
 import { ReconciliationRun } from './reconciliation-run.js';
 
 /**
- * Reads what the gateway says about members, straight from its dispatches (discord.js's
- * public `raw` event), into observations for the outbox, stamped with the time they arrived:
+ * Reads what the gateway says about members, straight from its raw dispatches, into observations for the outbox, stamped with the time they arrived:
  * - live updates: GUILD_MEMBER_UPDATE (a member's nickname, and the user's names: Discord
  *   sends username and global-name changes of other users this way) and GUILD_MEMBER_ADD;
  * - full views: the members of GUILD_CREATE (after READY, on a new session, when a server
  *   comes back from an outage or the bot joins it) and of GUILD_MEMBERS_CHUNK (the rest of
  *   a large server's members, which MemberListRequester asks for).
  * Dispatches replayed after a RESUME come through the same way. Every observation is
- * compared with the last known names, not with discord.js's cache, so nothing depends on
- * what the cache held (discord.js emits no member update while a shard is resuming, nor for
- * an uncached member) and a change made while nobody watched is found at the next full view.
+ * compared with the last known names: there is no member cache, so nothing depends on what
+ * one held, and a change made while nobody watched is found at the next full view.
  * The bot's own user is left out.
  */
 @Injectable()
@@ -38,12 +35,10 @@ export class NameChangeDetector {
     private readonly metrics: MetricsService,
   ) {}
 
-  /** Starts watching `client`'s dispatches; returns the function that stops. */
-  watch(client: Client): () => void {
-    const watcher = new DispatchWatcher(client, this.clock, this.outbox, this.logger, this.metrics);
-    const onRaw = (packet: GatewayDispatchPayload) => watcher.handle(packet);
-    client.on(Events.Raw, onRaw);
-    return () => client.off(Events.Raw, onRaw);
+  /** Starts watching the gateway's dispatches; returns the function that stops. */
+  watch(gateway: DiscordGateway): () => void {
+    const watcher = new DispatchWatcher(this.clock, this.outbox, this.logger, this.metrics);
+    return gateway.onDispatch((packet) => watcher.handle(packet));
   }
 }
 
@@ -55,14 +50,13 @@ class DispatchWatcher {
   private readonly chunksSeen = new Map<string, Set<number>>();
 
   constructor(
-    private readonly client: Client,
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
     private readonly logger: Logger,
     private readonly metrics: MetricsService,
   ) {}
 
-  /** Runs inside discord.js's packet handling: nothing may escape into the gateway client. */
+  /** Runs inside the shard's packet handling: nothing may escape into the gateway connection. */
   handle(packet: GatewayDispatchPayload): void {
     try {
       switch (packet.t) {
@@ -131,7 +125,7 @@ class DispatchWatcher {
     members: readonly Parameters<typeof observeMember>[1][],
   ): MemberObservation[] {
     const at = this.clock.now();
-    const bot = this.botUserId ?? this.client.user?.id;
+    const bot = this.botUserId;
     const observations: MemberObservation[] = [];
     for (const member of members) {
       const observation = observeMember(guildId, member, at);
