@@ -13,6 +13,9 @@ import {
 import { MetricsService } from '../metrics/metrics.service.js';
 import { Clock } from './clock.js';
 import { LocalLeases } from '../redis/local-leases.js';
+import { LocalDetectorInstances } from './detector-instances.js';
+import { MemorySessionStore } from './discord-gateway.js';
+import { LocalIdentifyGate } from './identify-gate.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
@@ -93,9 +96,15 @@ describe('DiscordDetectorService', () => {
     service = new DiscordDetectorService(
       settings,
       new LocalLeases(),
+      {
+        instances: new LocalDetectorInstances(),
+        identify: new LocalIdentifyGate(),
+        sessions: new MemorySessionStore(),
+      },
       new NameChangeDetector(new Clock(), asOutbox, new MetricsService()),
       new MemberListRequester(settings, asOutbox),
       asOutbox,
+      new MetricsService(),
     );
     service.onApplicationBootstrap();
     return service;
@@ -132,22 +141,23 @@ describe('DiscordDetectorService', () => {
     expect(logs).toEqual(['Discord detector: off (DISCORD_TOKEN is not set)']);
   });
 
-  it('logs in, says as which bot, detects, and closes the connection on shutdown', async () => {
+  it('logs in, says as which bot, detects, and closes the connection resumable on shutdown', async () => {
     await start({ guilds: [{ id: GUILD, members: [apiMember(ALICE, { nick: 'Ali' })] }] });
-    await until(() => logs.length === 6);
-    expect(logs.slice(0, 4)).toEqual([
+    await until(() => logs.length === 7);
+    expect(logs.slice(0, 3)).toEqual([
       'Discord detector: on (single instance, leases in memory)',
-      'Holding the gateway lease (detector, 30000 ms)',
       'Discord detector: logging in to the gateway',
       'Discord detector: 1 shard(s) (Discord recommends 1), 16 identify(ies) per 5 s, 999 session start(s) left today',
     ]);
-    expect(logs.slice(4).sort()).toEqual([
+    expect(logs.slice(3).sort()).toEqual([
       'Discord detector: shard 0 of 1 on as prevnames-bot (900000000000000001), watching 1 server(s)',
+      'Holding detector: no instance of the old version runs a shard',
       expect.stringMatching(
         new RegExp(
           `^Reconciled server ${GUILD}: compared 1 member\\(s\\) with their last known names in \\d+ ms; 0 change\\(s\\) recorded$`,
         ),
       ),
+      'Running shard 0 of 1',
     ]);
     expect(service!.activeGateway!.shardIds).toEqual([0]);
     expect(discord.isLive(0)).toBe(true);
@@ -159,7 +169,8 @@ describe('DiscordDetectorService', () => {
     const connection = discord.identifies[0];
     await service!.onModuleDestroy();
     await until(() => connection.closeCode !== undefined);
-    expect(connection.closeCode).toBe(1000);
+    // 4200, not 1000: Discord keeps the session, for the next holder of the shard to resume.
+    expect(connection.closeCode).toBe(4200);
     expect(service!.activeGateway).toBeUndefined();
     expect(outbox.stopped).toBe(true);
     expect(logs.at(-1)).toBe('Discord detector: disconnected from the gateway');
@@ -222,7 +233,9 @@ describe('DiscordDetectorService', () => {
       'Discord detector: Discord closed the gateway: DISCORD_TOKEN is not a valid bot token; trying again in 200 ms',
     ]);
     expect(service!.activeGateway).toBeUndefined();
-    await until(() => discord.identifies.length === 2);
+    // A new session: once the identify window (5 s) of the first has passed.
+    await until(() => discord.identifies.length === 2, 8_000);
+    expect(discord.breaches).toEqual([]);
     await until(() => discord.isLive(0));
   });
 });

@@ -6,63 +6,75 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { GatewayCloseCodes, GatewayDispatchEvents } from 'discord.js';
-import { LeaseCompetition } from '../redis/lease-competition.js';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { Leases } from '../redis/leases.js';
+import { DETECTOR_COORDINATION, type DetectorCoordination } from './detector-coordination.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { DiscordGateway } from './discord-gateway.js';
 import { TokenRefusedError } from './gateway-bot.js';
 import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
+import { ShardHolder } from './shard-holder.js';
 
-/** Past it, shutdown stops waiting for the gateway connection to close politely. */
+/** Past it, shutdown stops waiting for the gateway connections to close politely. */
 const DESTROY_TIMEOUT_MS = 5_000;
 
 const INTENT_HELP =
   'enable "Server Members Intent" under Bot → Privileged Gateway Intents in the Discord ' +
   'Developer Portal';
 
-/** Why the client stopped; `refused` when retrying soon cannot help (an operator must act). */
+/** Why the gateway stopped; `refused` when retrying soon cannot help (an operator must act). */
 interface ClientFailure {
   refused: boolean;
   message: string;
 }
 
 /**
- * The Discord detector: while this instance holds the lease (always, without Redis), it runs
- * the gateway connections (DiscordGateway) whose name changes go through the publish path. Off without DISCORD_TOKEN.
- * A failed or refused login, or a connection Discord closes for good, is logged and retried
- * later with the lease given up meanwhile, never in a tight loop and never crashing the app.
+ * The Discord detector: logs in (GET /gateway/bot), then runs the shards this instance
+ * holds (ShardHolder: a lease per shard, spread evenly over the instances that run the
+ * detector; all of them without Redis), their name changes going through the publish path.
+ * Off without DISCORD_TOKEN, or with DETECTOR_ENABLED=false. A failed or refused login, or a
+ * connection Discord closes for good, is logged and retried later with every shard let go
+ * meanwhile, never in a tight loop and never crashing the app.
  */
 @Injectable()
 export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DiscordDetector');
+  /** This instance in the detector's Redis keys. */
+  readonly token = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private gateway?: DiscordGateway;
+  private holder?: ShardHolder;
   private unwatch: (() => void)[] = [];
   private failures = 0;
   private stopping = false;
-  /** Who runs the gateway connections: exactly one instance at a time (always this one without Redis). */
-  private readonly lease: LeaseCompetition;
+  private retry?: NodeJS.Timeout;
 
   constructor(
     @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
     private readonly leases: Leases,
+    @Inject(DETECTOR_COORDINATION) private readonly shared: DetectorCoordination,
     private readonly detector: NameChangeDetector,
     private readonly requester: MemberListRequester,
     private readonly outbox: DetectorOutbox,
+    private readonly metrics: MetricsService,
   ) {
-    this.lease = new LeaseCompetition(leases, 'detector', settings.leaseMs, {
-      acquired: (lease) => {
-        this.logger.log(`Holding the gateway lease (${lease.name}, ${settings.leaseMs} ms)`);
-        lease.signal.addEventListener('abort', () => void this.stopGateway(), { once: true });
-        void this.startGateway();
-      },
+    metrics.onCollect(() => {
+      metrics.detectorShardCount.set(this.gateway?.shardCount ?? 0);
+      metrics.detectorLiveInstances.set(this.holder?.liveInstances ?? 0);
     });
   }
 
-  /** The gateway connections this instance runs now, if any. */
+  /** The gateway connections of this instance, while logged in. */
   get activeGateway(): DiscordGateway | undefined {
     return this.gateway;
+  }
+
+  /** The shards this instance runs now. */
+  get shardIds(): number[] {
+    return this.holder?.shardIds ?? [];
   }
 
   onApplicationBootstrap(): void {
@@ -75,18 +87,18 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
       return;
     }
     this.logger.log(`Discord detector: on (${this.leases.description})`);
-    this.lease.start();
+    void this.login();
   }
 
-  /** Runs before the database and Redis connections close: stop detecting, then let go. */
+  /** Runs before the database and Redis connections close: let the shards go, then stop. */
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
-    await this.stopGateway();
-    await this.lease.stop();
+    clearTimeout(this.retry);
+    await this.logout({ resumable: true });
     await this.outbox.stop();
   }
 
-  private async startGateway(): Promise<void> {
+  private async login(): Promise<void> {
     if (this.stopping || this.gateway) return;
     const gateway = new DiscordGateway(
       {
@@ -99,10 +111,12 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
         closed: (code, shardId, forGood) => {
           if (forGood) void this.fail(gateway, closeFailure(code, shardId));
         },
-        identified: () => undefined,
-        resumed: () => undefined,
+        identified: () => this.metrics.detectorSessionStarts.inc({ kind: 'identify' }),
+        resumed: () => this.metrics.detectorSessionStarts.inc({ kind: 'resume' }),
         warn: (message) => this.logger.warn(message),
       },
+      this.shared.identify,
+      this.shared.sessions,
     );
     this.gateway = gateway;
     this.unwatch = [
@@ -111,9 +125,9 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
       gateway.onDispatch((packet, shardId) => {
         if (packet.t !== GatewayDispatchEvents.Ready) return;
         this.failures = 0;
-        const { user, guilds, shard } = packet.d;
+        const { user, guilds } = packet.d;
         this.logger.log(
-          `Discord detector: shard ${shardId} of ${shard?.[1] ?? 1} on as ${user.username} ` +
+          `Discord detector: shard ${shardId} of ${gateway.shardCount} on as ${user.username} ` +
             `(${user.id}), watching ${guilds.length} server(s)`,
         );
       }),
@@ -122,39 +136,50 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
     try {
       const info = await gateway.connectInfo();
       if (this.gateway !== gateway) return;
-      const shards = gateway.shardCount;
+      const { max_concurrency, remaining } = info.session_start_limit;
       this.logger.log(
-        `Discord detector: ${shards} shard(s) (Discord recommends ${info.shards}), ` +
-          `${info.session_start_limit.max_concurrency} identify(ies) per 5 s, ` +
-          `${info.session_start_limit.remaining} session start(s) left today`,
+        `Discord detector: ${gateway.shardCount} shard(s) (Discord recommends ${info.shards}), ` +
+          `${max_concurrency} identify(ies) per 5 s, ${remaining} session start(s) left today`,
       );
-      for (let shardId = 0; shardId < shards; shardId++) await gateway.startShard(shardId);
+      this.holder = new ShardHolder(
+        gateway,
+        this.leases,
+        this.shared.instances,
+        this.token,
+        this.settings.leaseMs,
+        this.metrics,
+      );
+      this.holder.start();
     } catch (error) {
       await this.fail(gateway, loginFailure(error));
     }
   }
 
   private async fail(gateway: DiscordGateway, failure: ClientFailure): Promise<void> {
-    // Already stopped: shutdown, a lost lease, or an earlier report of the same failure.
+    // Already stopped: shutdown, or an earlier report of the same failure.
     if (this.gateway !== gateway) return;
-    await this.stopGateway();
+    await this.logout({ resumable: false });
     const wait = failure.refused
       ? this.settings.refusedRetryMs
       : Math.min(this.settings.loginRetryMs * 2 ** this.failures, this.settings.loginRetryMaxMs);
     this.failures += 1;
     this.logger.error(`Discord detector: ${failure.message}; trying again in ${wait} ms`);
-    if (!this.stopping) await this.lease.yield(wait);
+    if (!this.stopping) this.retry = setTimeout(() => void this.login(), wait);
   }
 
-  private async stopGateway(): Promise<void> {
+  /** Lets every shard go and closes their connections. */
+  private async logout({ resumable }: { resumable: boolean }): Promise<void> {
     const gateway = this.gateway;
     if (!gateway) return;
     this.gateway = undefined;
-    for (const stop of this.unwatch.splice(0)) stop();
+    const holder = this.holder;
+    this.holder = undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        gateway.stopAll({ resumable: false }),
+        (holder?.stop({ resumable }) ?? Promise.resolve()).then(() =>
+          gateway.stopAll({ resumable }),
+        ),
         new Promise((resolve) => (timer = setTimeout(resolve, DESTROY_TIMEOUT_MS))),
       ]);
     } catch (error) {
@@ -162,6 +187,8 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
     } finally {
       clearTimeout(timer);
     }
+    for (const stop of this.unwatch.splice(0)) stop();
+    this.metrics.detectorShardsHeld.set(0);
     this.logger.log('Discord detector: disconnected from the gateway');
   }
 }

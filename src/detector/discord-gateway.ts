@@ -55,22 +55,21 @@ export class DiscordGateway {
   private readonly connections = new Map<number, ShardConnection>();
   private readonly dispatchListeners = new Set<DispatchListener>();
   private readonly stopListeners = new Set<ShardListener>();
-  private identify?: IdentifyGate;
 
   constructor(
     private readonly login: GatewayLogin,
     private readonly events: Omit<ShardEvents, 'dispatch'>,
+    /** Shared by every login of the instance (and across instances when it is Redis). */
+    private readonly identify: IdentifyGate = new LocalIdentifyGate(),
     private readonly sessions: SessionStore = new MemorySessionStore(),
-    private readonly identifyGate?: (info: APIGatewayBotInfo) => IdentifyGate,
   ) {}
 
   /** GET /gateway/bot; rejects as `fetchGatewayBot` does. */
   async connectInfo(): Promise<APIGatewayBotInfo> {
     const info = await fetchGatewayBot(this.login.token, this.login.apiUrl, this.login.gatewayUrl);
+    await this.identify.configure(info.session_start_limit);
     this.info = info;
     this.shardTotal = this.login.shardCount ?? info.shards;
-    this.identify =
-      this.identifyGate?.(info) ?? new LocalIdentifyGate(info.session_start_limit.max_concurrency);
     return info;
   }
 
@@ -96,7 +95,7 @@ export class DiscordGateway {
   }
 
   async startShard(shardId: number): Promise<void> {
-    if (!this.info || !this.identify || this.connections.has(shardId)) return;
+    if (!this.info || this.connections.has(shardId)) return;
     const options = shardOptions(this.login.token, DETECTOR_INTENTS, this.info, this.shardTotal);
     const connection = new ShardConnection(shardId, options, this.identify, this.sessions, {
       ...this.events,

@@ -73,10 +73,6 @@ export class FakeDiscord extends FakeGateway implements RestState {
     return this.world.advertisedGatewayUrl ?? this.gatewayUrl;
   }
 
-  get maxConcurrency(): number {
-    return this.world.maxConcurrency ?? 16;
-  }
-
   /** Every REQUEST_GUILD_MEMBERS, with its answer. */
   get memberRequests(): MemberRequest[] {
     return this.members.requests;
