@@ -97,6 +97,7 @@ describe('DiscordDetectorService', () => {
       settings,
       new LocalLeases(),
       {
+        token: 'the-instance',
         instances: new LocalDetectorInstances(),
         identify: new LocalIdentifyGate(),
         sessions: new MemorySessionStore(),

@@ -6,8 +6,6 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { GatewayCloseCodes, GatewayDispatchEvents } from 'discord.js';
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { Leases } from '../redis/leases.js';
 import { DETECTOR_COORDINATION, type DetectorCoordination } from './detector-coordination.js';
@@ -43,8 +41,6 @@ interface ClientFailure {
 @Injectable()
 export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DiscordDetector');
-  /** This instance in the detector's Redis keys. */
-  readonly token = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private gateway?: DiscordGateway;
   private holder?: ShardHolder;
   private unwatch: (() => void)[] = [];
@@ -145,7 +141,7 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
         gateway,
         this.leases,
         this.shared.instances,
-        this.token,
+        this.shared.token,
         this.settings.leaseMs,
         this.metrics,
       );

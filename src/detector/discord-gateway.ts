@@ -1,4 +1,3 @@
-import type { SessionInfo } from '@discordjs/ws';
 import {
   GatewayIntentBits,
   type APIGatewayBotInfo,
@@ -10,23 +9,29 @@ import { LocalIdentifyGate, type IdentifyGate } from './identify-gate.js';
 import {
   shardOptions,
   ShardConnection,
+  type DispatchContext,
   type SessionStore,
   type ShardEvents,
+  type StoredSession,
 } from './shard-connection.js';
 
 /** `Guilds` (the servers, with their members) and `GuildMembers` (privileged: member updates and requests). */
 export const DETECTOR_INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMembers;
 
-type DispatchListener = (packet: GatewayDispatchPayload, shardId: number) => void;
+type DispatchListener = (
+  packet: GatewayDispatchPayload,
+  shardId: number,
+  context: DispatchContext,
+) => void;
 type ShardListener = (shardId: number) => void;
 
 /** Sessions in this process only. */
 export class MemorySessionStore implements SessionStore {
-  private readonly sessions = new Map<number, SessionInfo>();
-  load(shardId: number): Promise<SessionInfo | null> {
+  private readonly sessions = new Map<number, StoredSession>();
+  load(shardId: number): Promise<StoredSession | null> {
     return Promise.resolve(this.sessions.get(shardId) ?? null);
   }
-  save(shardId: number, session: SessionInfo | null): Promise<void> {
+  save(shardId: number, session: StoredSession | null): Promise<void> {
     if (session) this.sessions.set(shardId, session);
     else this.sessions.delete(shardId);
     return Promise.resolve();
@@ -78,6 +83,14 @@ export class DiscordGateway {
     return this.shardTotal;
   }
 
+  /** The bot's user id, once a shard has had a READY (or loaded a stored session). */
+  get botUserId(): string | undefined {
+    for (const connection of this.connections.values()) {
+      if (connection.botUserId) return connection.botUserId;
+    }
+    return undefined;
+  }
+
   /** The shards this instance runs now. */
   get shardIds(): number[] {
     return [...this.connections.keys()];
@@ -99,8 +112,8 @@ export class DiscordGateway {
     const options = shardOptions(this.login.token, DETECTOR_INTENTS, this.info, this.shardTotal);
     const connection = new ShardConnection(shardId, options, this.identify, this.sessions, {
       ...this.events,
-      dispatch: (packet, id) => {
-        for (const listener of this.dispatchListeners) listener(packet, id);
+      dispatch: (packet, id, context) => {
+        for (const listener of this.dispatchListeners) listener(packet, id, context);
       },
     });
     this.connections.set(shardId, connection);

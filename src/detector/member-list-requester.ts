@@ -4,6 +4,7 @@ import { GatewayDispatchEvents, GatewayOpcodes, type GatewayDispatchPayload } fr
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import type { DiscordGateway } from './discord-gateway.js';
+import type { DispatchContext } from './shard-connection.js';
 import { GuildQueue, type MemberListAnswer } from './guild-queue.js';
 
 /**
@@ -46,13 +47,19 @@ export class MemberListRequester {
       }
       return queue;
     };
-    const onDispatch = (packet: GatewayDispatchPayload, shardId: number) => {
+    const onDispatch = (
+      packet: GatewayDispatchPayload,
+      shardId: number,
+      { replayed }: DispatchContext,
+    ) => {
       switch (packet.t) {
         case GatewayDispatchEvents.GuildCreate: {
           const d = packet.d;
           const queue = queueOf(shardId);
           queue.available(d.id, !d.unavailable);
-          if (!d.unavailable && (d.members ?? []).length < d.member_count) queue.add(d.id);
+          // Replayed, its members are old news (NameChangeDetector leaves them out): asked afresh.
+          const partial = (d.members ?? []).length < d.member_count;
+          if (!d.unavailable && (partial || replayed)) queue.add(d.id);
           break;
         }
         case GatewayDispatchEvents.GuildDelete:

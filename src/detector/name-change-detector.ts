@@ -9,6 +9,7 @@ import {
 import { MetricsService } from '../metrics/metrics.service.js';
 import { Clock } from './clock.js';
 import type { DiscordGateway } from './discord-gateway.js';
+import type { Hold } from './shard-connection.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { observeMember, type MemberObservation } from './member-observation.js';
 import { ReconciliationRun } from './reconciliation-run.js';
@@ -20,11 +21,17 @@ import { ReconciliationRun } from './reconciliation-run.js';
  * - full views: the members of GUILD_CREATE (after READY, on a new session, when a server
  *   comes back from an outage or the bot joins it) and of GUILD_MEMBERS_CHUNK (the rest of
  *   a large server's members, which MemberListRequester asks for).
- * Dispatches replayed after a RESUME come through the same way. Every observation is
+ * Live updates replayed after a RESUME come through the same way (compared again, they
+ * record nothing twice); full views replayed are left out (see `watch`). Every observation is
  * compared with the last known names: there is no member cache, so nothing depends on what
  * one held, and a change made while nobody watched is found at the next full view.
  * The bot's own user is left out.
  */
+const FULL_VIEWS = new Set<string>([
+  GatewayDispatchEvents.GuildCreate,
+  GatewayDispatchEvents.GuildMembersChunk,
+]);
+
 @Injectable()
 export class NameChangeDetector {
   private readonly logger = new Logger('DiscordDetector');
@@ -38,12 +45,19 @@ export class NameChangeDetector {
   /** Starts watching the gateway's dispatches; returns the function that stops. */
   watch(gateway: DiscordGateway): () => void {
     const watcher = new DispatchWatcher(this.clock, this.outbox, this.logger, this.metrics);
-    return gateway.onDispatch((packet) => watcher.handle(packet));
+    return gateway.onDispatch((packet, _shardId, { hold, replayed }) => {
+      watcher.botUserId ??= gateway.botUserId;
+      // A replayed full view is old news: the known names may be newer than it (the holder
+      // before this one may have compared it, and what followed). MemberListRequester asks
+      // for the server's members afresh instead.
+      if (replayed && FULL_VIEWS.has(packet.t)) return;
+      watcher.handle(packet, hold);
+    });
   }
 }
 
 class DispatchWatcher {
-  private botUserId?: string;
+  botUserId?: string;
   /** Each server's current full view. */
   private readonly runs = new Map<string, ReconciliationRun>();
   /** Chunk indexes received per member request (by nonce), until all have arrived. */
@@ -56,22 +70,25 @@ class DispatchWatcher {
     private readonly metrics: MetricsService,
   ) {}
 
-  /** Runs inside the shard's packet handling: nothing may escape into the gateway connection. */
-  handle(packet: GatewayDispatchPayload): void {
+  /**
+   * Runs inside the shard's packet handling: nothing may escape into the gateway connection.
+   * A dispatch whose members go to the outbox is held until they are compared and stored.
+   */
+  handle(packet: GatewayDispatchPayload, hold: Hold): void {
     try {
       switch (packet.t) {
         case GatewayDispatchEvents.Ready:
           this.botUserId = packet.d.user.id;
           break;
         case GatewayDispatchEvents.GuildCreate:
-          this.guildCreate(packet.d);
+          this.guildCreate(packet.d, hold);
           break;
         case GatewayDispatchEvents.GuildMembersChunk:
-          this.membersChunk(packet.d);
+          this.membersChunk(packet.d, hold);
           break;
         case GatewayDispatchEvents.GuildMemberUpdate:
         case GatewayDispatchEvents.GuildMemberAdd: {
-          this.outbox.observeLive(this.observe(packet.d.guild_id, [packet.d]));
+          this.outbox.observeLive(this.observe(packet.d.guild_id, [packet.d]), hold());
           break;
         }
         default:
@@ -82,18 +99,18 @@ class DispatchWatcher {
     }
   }
 
-  private guildCreate(d: GatewayGuildCreateDispatchData): void {
+  private guildCreate(d: GatewayGuildCreateDispatchData, hold: Hold): void {
     if ((d as { unavailable?: boolean }).unavailable) return;
     const members = d.members ?? [];
     const expectingMore = members.length < d.member_count;
     const run = this.newRun(d.id, expectingMore);
-    this.outbox.observeFullView(this.observe(d.id, members), run);
+    this.outbox.observeFullView(this.observe(d.id, members), run, hold());
     if (!expectingMore) run.complete();
   }
 
-  private membersChunk(d: GatewayGuildMembersChunkDispatchData): void {
+  private membersChunk(d: GatewayGuildMembersChunkDispatchData, hold: Hold): void {
     const run = this.runs.get(d.guild_id) ?? this.newRun(d.guild_id, true);
-    this.outbox.observeFullView(this.observe(d.guild_id, d.members), run);
+    this.outbox.observeFullView(this.observe(d.guild_id, d.members), run, hold());
     const request = d.nonce ?? d.guild_id;
     const seen = this.chunksSeen.get(request) ?? new Set<number>();
     seen.add(d.chunk_index);

@@ -161,6 +161,14 @@ export class FakeDiscord extends FakeGateway implements RestState {
     session.connection?.send({ op: GatewayOpcodes.InvalidSession, d: resumable });
   }
 
+  /**
+   * Every session ends, as when a bot stayed away too long: a RESUME is answered with
+   * INVALID_SESSION, and what changed meanwhile only the next full views show.
+   */
+  expireSessions(): void {
+    for (const session of this.sessions) session.invalid = true;
+  }
+
   /** Member chunks from index `from` on wait until the returned function is called. */
   holdChunks(from: number): () => void {
     return this.members.hold(from);
