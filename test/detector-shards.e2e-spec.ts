@@ -36,3 +36,20 @@ describe('four shards over instances (one Redis, one Discord)', () => {
     expect(fleet.discord.breaches).toEqual([]);
   }, 90_000);
 });
+
+describe('identifies across instances, max_concurrency 1', () => {
+  const fleet = useShardedDetector(() => ({
+    shardCount: 4,
+    maxConcurrency: 1,
+    guilds: serverPerShard(4),
+  }));
+
+  it('never identifies more than once per 5 s, however many instances start together', async () => {
+    await Promise.all([fleet.start(), fleet.start(), fleet.start()]);
+    await fleet.spreadAs([1, 1, 2], 60_000);
+    // Four sessions, one per shard: one bucket, so one at a time, 5 s apart (the fake
+    // records any IDENTIFY sooner than that as a breach).
+    expect(fleet.discord.identifies.map((c) => c.shardId).sort()).toEqual([0, 1, 2, 3]);
+    expect(fleet.discord.breaches).toEqual([]);
+  }, 90_000);
+});

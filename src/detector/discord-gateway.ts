@@ -6,8 +6,8 @@ import {
 } from 'discord.js';
 import { fetchGatewayBot } from './gateway-bot.js';
 import { LocalIdentifyGate, type IdentifyGate } from './identify-gate.js';
+import { shardOptions } from './shard-options.js';
 import {
-  shardOptions,
   ShardConnection,
   type DispatchContext,
   type SessionStore,

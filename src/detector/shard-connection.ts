@@ -1,13 +1,15 @@
 import {
-  DefaultWebSocketManagerOptions,
   WebSocketShard,
   WebSocketShardEvents,
-  WebSocketShardStatus,
   type FetchingStrategyOptions,
   type IContextFetchingStrategy,
   type SessionInfo,
 } from '@discordjs/ws';
-import type { GatewayDispatchPayload, GatewaySendPayload } from 'discord.js';
+import {
+  GatewayDispatchEvents,
+  type GatewayDispatchPayload,
+  type GatewaySendPayload,
+} from 'discord.js';
 import type { IdentifyGate } from './identify-gate.js';
 import { StoredSequence } from './stored-sequence.js';
 
@@ -71,6 +73,10 @@ export class ShardConnection implements IContextFetchingStrategy {
   private saving: Promise<void> = Promise.resolve();
   /** From READY, or the stored session. */
   botUserId?: string;
+  /** Resuming on this connection: what Discord sends below `replayedBelow` is a replay. */
+  private resuming = false;
+  private replayedBelow?: number;
+  private lastSequence = 0;
 
   constructor(
     readonly shardId: number,
@@ -81,6 +87,13 @@ export class ShardConnection implements IContextFetchingStrategy {
   ) {
     this.shard = new WebSocketShard(this, shardId);
     this.shard.on(WebSocketShardEvents.Dispatch, ({ data }) => this.dispatch(data));
+    // @discordjs/ws resumes after HELLO when it has a session of this shard count. Its
+    // status cannot tell a replay: messages are handled concurrently, so RESUMED may be
+    // handled before the dispatches replayed ahead of it. Their sequence can.
+    this.shard.on(WebSocketShardEvents.Hello, () => {
+      this.resuming = this.session?.shardCount === options.shardCount;
+      this.replayedBelow = undefined;
+    });
     this.shard.on(WebSocketShardEvents.Ready, ({ data }) => {
       this.botUserId = data.user.id;
       this.saveNow();
@@ -159,7 +172,11 @@ export class ShardConnection implements IContextFetchingStrategy {
         if (holds === 0 && heard) this.sequence.end(s);
       };
     };
-    const replayed = this.shard.status === WebSocketShardStatus.Resuming;
+    if (s > this.lastSequence) this.lastSequence = s;
+    if (packet.t === GatewayDispatchEvents.Resumed) {
+      this.replayedBelow = typeof s === 'number' ? s : this.lastSequence + 1;
+    }
+    const replayed = this.resuming && (this.replayedBelow === undefined || s < this.replayedBelow);
     this.events.dispatch(packet, this.shardId, { hold, replayed });
     heard = true;
     if (holds === 0) this.sequence.end(s);
@@ -188,39 +205,4 @@ export class ShardConnection implements IContextFetchingStrategy {
   waitForIdentify(shardId: number, signal: AbortSignal): Promise<void> {
     return this.identify.waitForIdentify(shardId, signal);
   }
-}
-
-/** The options of every shard of a login. */
-export function shardOptions(
-  token: string,
-  intents: number,
-  gatewayInformation: FetchingStrategyOptions['gatewayInformation'],
-  shardCount: number,
-): FetchingStrategyOptions {
-  const {
-    identifyProperties,
-    version,
-    encoding,
-    handshakeTimeout,
-    helloTimeout,
-    readyTimeout,
-    largeThreshold,
-    initialPresence,
-    compression,
-  } = DefaultWebSocketManagerOptions;
-  return {
-    token,
-    intents,
-    gatewayInformation,
-    shardCount,
-    identifyProperties,
-    version,
-    encoding,
-    handshakeTimeout,
-    helloTimeout,
-    readyTimeout,
-    largeThreshold,
-    initialPresence,
-    compression,
-  };
 }

@@ -23,7 +23,9 @@ type Handover = 'rebalance' | 'stop' | 'lost';
  *
  * Rolling upgrade: instances of the version before this one run every shard under the one
  * lease `detector`. Instances of this version compete for that lease too, and take shards
- * only while one of them holds it: while an old instance holds it, they take none.
+ * only while one of them holds it: while an old instance holds it, they take none. Left
+ * open: should the new holder of that lease die while an old instance still runs, the old
+ * one may win it when it expires (a window of one lease, during the upgrade only).
  */
 export class ShardHolder {
   private readonly logger = new Logger('DiscordDetector');
