@@ -1,4 +1,5 @@
 import { capacity } from './capacity.mjs';
+import { detector } from './detector.mjs';
 import { fanout1k, fanout10k } from './fanout.mjs';
 import { history } from './history.mjs';
 import { idleMemory } from './idle-memory.mjs';
@@ -18,6 +19,7 @@ export const SCENARIOS = [
   twoInstances,
   publish,
   history,
+  detector,
 ];
 /** Only with --soak. */
 export const SOAK = soak;
