@@ -5,6 +5,7 @@
 // GUILD_MEMBER_UPDATEs on demand. The tests' fuller fake is in test/support (TypeScript).
 import { once } from 'node:events';
 import http from 'node:http';
+import { setImmediate } from 'node:timers';
 import { WebSocketServer } from 'ws';
 
 export const BENCH_DISCORD_TOKEN = 'bench-token.for-the-fake-discord-gateway';
