@@ -1,7 +1,7 @@
 /**
  * What the detector finds after a time it was not watching, through the built service
  * (`node dist/main.js`) as deployments run it: restarted, or killed and taken over from by
- * another instance. A server of 5,000 members: detector-large-server. Discord is the fake in
+ * another instance (which resumes the dead one's session when Discord still allows it). A server of 5,000 members: detector-large-server. Discord is the fake in
  * test/support, reached over the network through DISCORD_API_URL.
  */
 import { uniqueRedisPrefix } from './support/app.js';
@@ -9,6 +9,7 @@ import { TestDatabase } from './support/database.js';
 import { recordedChanges, recordedEvents } from './support/detector.js';
 import { ALICE, BOB, detectorProcessEnv, GUILD_A, GUILD_B } from './support/detector-app.js';
 import { detectorFigures, reconciled } from './support/detector-metrics.js';
+import { shardFigures } from './support/detector-shards.js';
 import { apiMember, FakeDiscord } from './support/fake-discord.js';
 import { waitFor } from './support/ports.js';
 import { ServiceProcess } from './support/service-process.js';
@@ -46,6 +47,8 @@ describe('changes made while the service was stopped', () => {
     await reconciled(first.url, 2);
     expect(await recordedEvents(db)).toEqual([]);
     expect(await first.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    // Stopped longer than Discord keeps a session: the next start cannot resume it.
+    discord.expireSessions();
 
     discord.changeUser(ALICE.id, { username: 'alice2', global_name: 'Alicia' });
     discord.changeMember(GUILD_A, ALICE.id, { nick: 'Al' });
@@ -73,6 +76,7 @@ describe('changes made while the service was stopped', () => {
       expect(new Date(changedAt).getTime()).toBeGreaterThanOrEqual(restartedAt.getTime());
     }
     expect(await second.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    discord.expireSessions();
 
     const third = await start();
     expect(await reconciled(third.url, 2)).toMatchObject({
@@ -83,46 +87,68 @@ describe('changes made while the service was stopped', () => {
   }, 120_000);
 });
 
-describe('two instances, the lease holder killed', () => {
+describe("two instances, the shard's holder killed", () => {
   let db: TestDatabase;
   let discord: FakeDiscord;
   const services: ServiceProcess[] = [];
 
-  beforeAll(async () => {
+  beforeEach(async () => {
     db = await TestDatabase.create();
     discord = await FakeDiscord.start({
       guilds: [{ id: GUILD_A, members: [apiMember(ALICE, { nick: 'Ali' }), apiMember(BOB)] }],
     });
   });
 
-  afterAll(async () => {
-    await Promise.all(services.map((s) => s.stop('SIGKILL')));
+  afterEach(async () => {
+    await Promise.all(services.splice(0).map((s) => s.stop('SIGKILL')));
     await discord.close();
     await db.drop();
   });
 
-  it('the other takes over, reconciles, and nothing is recorded twice', async () => {
+  /** Two instances; the shard's holder records a change live, then is killed. */
+  async function killTheHolder() {
     const env = detectorProcessEnv(db, discord, uniqueRedisPrefix(), {
       DETECTOR_LEASE_MS: '2000',
     });
     services.push(...(await Promise.all([ServiceProcess.start(env), ServiceProcess.start(env)])));
-    await waitFor('one instance connected', () => discord.identifies[0]?.session, {
-      timeoutMs: 20_000,
-    });
     const holder = await waitFor('the holder to reconcile', async () => {
       const runs = await Promise.all(services.map((s) => detectorFigures(s.url)));
       return services.find((_, i) => runs[i].reconciliations === 1);
     });
     const other = services.find((s) => s !== holder)!;
-
     discord.changeMember(GUILD_A, ALICE.id, { nick: 'Ally' });
     await waitFor('the live change recorded', async () => (await recordedEvents(db)).length === 1);
     expect(await holder.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
-
-    // Nobody is connected: these wait in the dead instance's session, which nobody resumes.
+    // Nobody is connected: these wait in the dead instance's session.
     discord.changeUser(BOB.id, { username: 'bob2' });
     discord.changeMember(GUILD_A, ALICE.id, { nick: 'Alley' });
+    return other;
+  }
 
+  it('the other resumes its session once the lease expires: what changed is replayed, recorded once', async () => {
+    const other = await killTheHolder();
+    const session = discord.session(0)!;
+    await waitFor(
+      'the session resumed by the other',
+      () => session.resumes === 1 && discord.isLive(0),
+    );
+    await waitFor(
+      'the replayed changes recorded',
+      async () => (await recordedEvents(db)).length === 3,
+    );
+    expect(discord.identifies).toHaveLength(1);
+    expect(await shardFigures(other)).toMatchObject({ held: 1, identifies: 0, resumes: 1 });
+    // The change recorded live before the kill is not recorded again.
+    expect(await recordedChanges(db)).toEqual([
+      { userId: ALICE.id, type: 'displayname', name: 'Ali' },
+      { userId: BOB.id, type: 'username', name: 'bob' },
+      { userId: ALICE.id, type: 'displayname', name: 'Ally' },
+    ]);
+  }, 90_000);
+
+  it('the other reconciles when Discord no longer resumes the session, and nothing is recorded twice', async () => {
+    const other = await killTheHolder();
+    discord.expireSessions();
     const run = await reconciled(other.url, 1);
     expect(discord.identifies).toHaveLength(2);
     expect(run).toMatchObject({ reconciliations: 1, reconciledMembers: 2, reconciledChanges: 2 });

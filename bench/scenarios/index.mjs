@@ -1,4 +1,5 @@
 import { capacity } from './capacity.mjs';
+import { detector } from './detector.mjs';
 import { fanout1k, fanout10k } from './fanout.mjs';
 import { history } from './history.mjs';
 import { idleMemory } from './idle-memory.mjs';
@@ -22,6 +23,7 @@ export const SCENARIOS = [
   history,
   search,
   webhooks,
+  detector,
 ];
 /** Only with --soak. */
 export const SOAK = soak;

@@ -166,6 +166,8 @@ describe('DetectorOutbox', () => {
     settings = {
       ...detectorSettings({
         token: 'x',
+        enabled: true,
+        shardCount: undefined,
         leaseMs: 30_000,
         apiUrl: undefined,
         gatewayUrl: undefined,

@@ -10,6 +10,7 @@ import { InterruptibleDelay } from './interruptible-delay.js';
 import type { MemberObservation } from './member-observation.js';
 import { compareWithKnown, knownNameKeys, type Comparison } from './name-change-rules.js';
 import {
+  Pending,
   ObservationQueues,
   type ObservationBatch,
   type QueuedObservation,
@@ -69,17 +70,25 @@ export class DetectorOutbox {
     return this.queues.counts;
   }
 
-  /** Members seen in live updates: compared first, in the order they arrived. */
-  observeLive(observations: readonly MemberObservation[]): void {
+  /**
+   * Members seen in live updates: compared first, in the order they arrived. `done` is
+   * called once they are all compared and their changes stored (or dropped past the bounds,
+   * for the next full view to find), never when shutdown comes first.
+   */
+  observeLive(observations: readonly MemberObservation[], done: () => void = noop): void {
     if (this.refuse(observations.length)) return;
-    this.queues.pushLive(observations);
+    this.queues.pushLive(observations, new Pending(observations.length, done));
     this.loop.kick();
   }
 
   /** The members of a full view of a server: compared in batches, after live updates. */
-  observeFullView(observations: readonly MemberObservation[], run: ReconciliationRun): void {
+  observeFullView(
+    observations: readonly MemberObservation[],
+    run: ReconciliationRun,
+    done: () => void = noop,
+  ): void {
     if (this.refuse(observations.length)) return;
-    this.queues.pushFullView(observations, run);
+    this.queues.pushFullView(observations, run, new Pending(observations.length, done));
     this.loop.kick();
   }
 
@@ -118,7 +127,10 @@ export class DetectorOutbox {
   /** One batch, until it succeeds; when the outbox stops first, it stays counted as left. */
   private async compareAndPublish({ queue, batch }: ObservationBatch): Promise<void> {
     this.inFlight = { live: 0, reconcile: 0, [queue]: batch.length };
-    if (await this.compareAndPublishUntilDone(batch)) this.inFlight = { live: 0, reconcile: 0 };
+    if (await this.compareAndPublishUntilDone(batch)) {
+      this.inFlight = { live: 0, reconcile: 0 };
+      for (const item of batch) item.pending?.settle();
+    }
   }
 
   /** Until it succeeds (true) or the outbox stops (false). */
@@ -200,6 +212,8 @@ export class DetectorOutbox {
     for (const [run, count] of comparedByRun) run.compared(count, changesByRun.get(run) ?? 0);
   }
 }
+
+function noop(): void {}
 
 function withoutSource({ source: _, ...change }: Comparison['changes'][number]) {
   return change;

@@ -1,6 +1,15 @@
-import { IsInt, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+import {
+  IsBoolean,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+} from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
-import { ToInteger } from '../config/transforms.js';
+import { ToBoolean, ToInteger } from '../config/transforms.js';
 
 export class DiscordVariables {
   @Variable('Discord bot token for the detector', { default: 'unset: detector off', secret: true })
@@ -9,7 +18,23 @@ export class DiscordVariables {
   @MinLength(20, { message: 'must be a Discord bot token' })
   DISCORD_TOKEN?: string;
 
-  @Variable("the detector's lease in Redis: how soon another instance takes over")
+  @Variable('`false`: this instance runs no shard of the detector (the others share them)')
+  @IsOptional()
+  @ToBoolean()
+  @IsBoolean()
+  DETECTOR_ENABLED: boolean = true;
+
+  @Variable('the total number of gateway shards, shared by every instance', {
+    default: 'unset: the count Discord recommends in `GET /gateway/bot`',
+  })
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  DETECTOR_SHARD_COUNT?: number;
+
+  @Variable("a shard's lease in Redis: how soon another instance takes a dead one's shards over")
   @IsOptional()
   @ToInteger()
   @IsInt()
@@ -45,6 +70,8 @@ export const discordConfig = defineConfig({
   variables: DiscordVariables,
   build: (env) => ({
     token: env.DISCORD_TOKEN,
+    enabled: env.DETECTOR_ENABLED,
+    shardCount: env.DETECTOR_SHARD_COUNT,
     leaseMs: env.DETECTOR_LEASE_MS,
     /** Without a trailing slash. */
     apiUrl: env.DISCORD_API_URL?.replace(/\/+$/, ''),

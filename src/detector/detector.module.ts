@@ -2,12 +2,13 @@ import { Module } from '@nestjs/common';
 import type { ConfigOf } from '../config/config-section.js';
 import { Owns } from '../config/owns.decorator.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
+import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { Clock } from './clock.js';
 import { discordConfig } from './detector.config.js';
+import { DETECTOR_COORDINATION, detectorCoordination } from './detector-coordination.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './detector.settings.js';
-import { DiscordClientFactory } from './discord-client.factory.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
 import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
@@ -27,8 +28,12 @@ import { NameChangeDetector } from './name-change-detector.js';
       useFactory: (discord: ConfigOf<typeof discordConfig>): DetectorSettings =>
         detectorSettings(discord),
     },
+    {
+      provide: DETECTOR_COORDINATION,
+      inject: [RedisConnections, DETECTOR_SETTINGS],
+      useFactory: detectorCoordination,
+    },
     Clock,
-    DiscordClientFactory,
     DetectorOutbox,
     NameChangeDetector,
     MemberListRequester,

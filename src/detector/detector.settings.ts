@@ -11,6 +11,10 @@ export interface DetectorSettings {
   apiUrl: string | undefined;
   /** The gateway to connect to instead of the one GET /gateway/bot names (DISCORD_GATEWAY_URL). */
   gatewayUrl: string | undefined;
+  /** False: this instance runs no shard (DETECTOR_ENABLED). */
+  enabled: boolean;
+  /** The total number of shards (DETECTOR_SHARD_COUNT); unset: Discord's recommendation. */
+  shardCount: number | undefined;
   leaseMs: number;
   /** First delay after a failed login or a lost connection; doubles up to `loginRetryMaxMs`. */
   loginRetryMs: number;
@@ -39,6 +43,8 @@ export function detectorSettings(discord: ConfigOf<typeof discordConfig>): Detec
     token: discord.token,
     apiUrl: discord.apiUrl,
     gatewayUrl: discord.gatewayUrl,
+    enabled: discord.enabled,
+    shardCount: discord.shardCount,
     leaseMs: discord.leaseMs,
     loginRetryMs: 5_000,
     loginRetryMaxMs: 300_000,

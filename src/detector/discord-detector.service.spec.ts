@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { Client, GatewayCloseCodes } from 'discord.js';
+import { once } from 'node:events';
+import net from 'node:net';
+import { GatewayCloseCodes } from 'discord.js';
 import {
   apiMember,
   apiUser,
@@ -11,9 +13,11 @@ import {
 import { MetricsService } from '../metrics/metrics.service.js';
 import { Clock } from './clock.js';
 import { LocalLeases } from '../redis/local-leases.js';
+import { LocalDetectorInstances } from './detector-instances.js';
+import { MemorySessionStore } from './discord-gateway.js';
+import { LocalIdentifyGate } from './identify-gate.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
-import { DiscordClientFactory } from './discord-client.factory.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
 import type { MemberObservation } from './member-observation.js';
 import { MemberListRequester } from './member-list-requester.js';
@@ -24,8 +28,14 @@ const GUILD = '800000000000000001';
 const ALICE = apiUser('700000000000000001', 'alice');
 const INTENT_HELP =
   'enable "Server Members Intent" under Bot → Privileged Gateway Intents in the Discord Developer Portal';
-/** Nothing listens there: connections are refused. */
-const UNREACHABLE = 'http://127.0.0.1:9/api';
+/** An address nothing listens on (a port just freed): connections are refused. */
+async function unreachable(): Promise<string> {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}/api`;
+}
 
 async function until(condition: () => boolean, timeoutMs = 3_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -73,6 +83,8 @@ describe('DiscordDetectorService', () => {
     const settings: DetectorSettings = {
       ...detectorSettings({
         token: TEST_DISCORD_TOKEN,
+        enabled: true,
+        shardCount: undefined,
         leaseMs: 30_000,
         apiUrl: discord.apiUrl,
         gatewayUrl: undefined,
@@ -84,10 +96,16 @@ describe('DiscordDetectorService', () => {
     service = new DiscordDetectorService(
       settings,
       new LocalLeases(),
-      new DiscordClientFactory(settings),
+      {
+        token: 'the-instance',
+        instances: new LocalDetectorInstances(),
+        identify: new LocalIdentifyGate(),
+        sessions: new MemorySessionStore(),
+      },
       new NameChangeDetector(new Clock(), asOutbox, new MetricsService()),
       new MemberListRequester(settings, asOutbox),
       asOutbox,
+      new MetricsService(),
     );
     service.onApplicationBootstrap();
     return service;
@@ -115,34 +133,35 @@ describe('DiscordDetectorService', () => {
     jest.restoreAllMocks();
   });
 
-  it('stays off without a token: no client, no login', async () => {
-    const login = jest.spyOn(Client.prototype, 'login');
+  it('stays off without a token: no connection, no login', async () => {
     await start({ guilds: [] }, { token: undefined });
     await pause(100);
     expect(discord.rest).toEqual([]);
-    expect(login).not.toHaveBeenCalled();
-    expect(service!.activeClient).toBeUndefined();
+    expect(discord.connections).toEqual([]);
+    expect(service!.activeGateway).toBeUndefined();
     expect(logs).toEqual(['Discord detector: off (DISCORD_TOKEN is not set)']);
   });
 
-  it('logs in, says as which bot, detects, and closes the connection on shutdown', async () => {
+  it('logs in, says as which bot, detects, and closes the connection resumable on shutdown', async () => {
     await start({ guilds: [{ id: GUILD, members: [apiMember(ALICE, { nick: 'Ali' })] }] });
-    await until(() => logs.length === 5);
+    await until(() => logs.length === 7);
     expect(logs.slice(0, 3)).toEqual([
       'Discord detector: on (single instance, leases in memory)',
-      'Holding the gateway lease (detector, 30000 ms)',
       'Discord detector: logging in to the gateway',
+      'Discord detector: 1 shard(s) (Discord recommends 1), 16 identify(ies) per 5 s, 999 session start(s) left today',
     ]);
     expect(logs.slice(3).sort()).toEqual([
-      'Discord detector: on as prevnames-bot (900000000000000001), watching 1 server(s)',
+      'Discord detector: shard 0 of 1 on as prevnames-bot (900000000000000001), watching 1 server(s)',
+      'Holding detector: no instance of the old version runs a shard',
       expect.stringMatching(
         new RegExp(
           `^Reconciled server ${GUILD}: compared 1 member\\(s\\) with their last known names in \\d+ ms; 0 change\\(s\\) recorded$`,
         ),
       ),
+      'Running shard 0 of 1',
     ]);
-    const client = service!.activeClient!;
-    expect(client.isReady()).toBe(true);
+    expect(service!.activeGateway!.shardIds).toEqual([0]);
+    expect(discord.isLive(0)).toBe(true);
 
     discord.changeMember(GUILD, ALICE.id, { nick: null });
     await until(() => outbox.live.length === 1);
@@ -151,9 +170,9 @@ describe('DiscordDetectorService', () => {
     const connection = discord.identifies[0];
     await service!.onModuleDestroy();
     await until(() => connection.closeCode !== undefined);
-    expect(connection.closeCode).toBe(1000);
-    expect(client.token).toBeNull();
-    expect(service!.activeClient).toBeUndefined();
+    // 4200, not 1000: Discord keeps the session, for the next holder of the shard to resume.
+    expect(connection.closeCode).toBe(4200);
+    expect(service!.activeGateway).toBeUndefined();
     expect(outbox.stopped).toBe(true);
     expect(logs.at(-1)).toBe('Discord detector: disconnected from the gateway');
     expect(errors).toEqual([]);
@@ -168,7 +187,7 @@ describe('DiscordDetectorService', () => {
     ]);
     expect(discord.connections).toHaveLength(1);
     expect(discord.connections[0].closeCode).toBe(GatewayCloseCodes.DisallowedIntents);
-    expect(service!.activeClient).toBeUndefined();
+    expect(service!.activeGateway).toBeUndefined();
   });
 
   it('logs a refusal for an invalid token', async () => {
@@ -190,7 +209,10 @@ describe('DiscordDetectorService', () => {
   });
 
   it('backs off, doubling, while Discord cannot be reached', async () => {
-    await start({ guilds: [] }, { apiUrl: UNREACHABLE, loginRetryMs: 50, loginRetryMaxMs: 150 });
+    await start(
+      { guilds: [] },
+      { apiUrl: await unreachable(), loginRetryMs: 50, loginRetryMaxMs: 150 },
+    );
     await until(() => errors.length === 4, 5_000);
     expect(errors).toEqual(
       [50, 100, 150, 150].map((ms) =>
@@ -205,14 +227,16 @@ describe('DiscordDetectorService', () => {
 
   it('stops, logs and reconnects later when the gateway closes the connection for good', async () => {
     await start({ guilds: [{ id: GUILD, members: [apiMember(ALICE)] }] }, { refusedRetryMs: 200 });
-    await until(() => service!.activeClient?.isReady() === true);
+    await until(() => discord.isLive(0));
     discord.disconnect(0, GatewayCloseCodes.AuthenticationFailed);
     await until(() => errors.length === 1);
     expect(errors).toEqual([
       'Discord detector: Discord closed the gateway: DISCORD_TOKEN is not a valid bot token; trying again in 200 ms',
     ]);
-    expect(service!.activeClient).toBeUndefined();
-    await until(() => discord.identifies.length === 2);
-    await until(() => service!.activeClient?.isReady() === true);
+    expect(service!.activeGateway).toBeUndefined();
+    // A new session: once the identify window (5 s) of the first has passed.
+    await until(() => discord.identifies.length === 2, 8_000);
+    expect(discord.breaches).toEqual([]);
+    await until(() => discord.isLive(0));
   });
 });

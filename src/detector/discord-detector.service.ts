@@ -5,64 +5,72 @@ import {
   type OnApplicationBootstrap,
   type OnModuleDestroy,
 } from '@nestjs/common';
-import { Events, GatewayCloseCodes, type Client, type CloseEvent } from 'discord.js';
-import { LeaseCompetition } from '../redis/lease-competition.js';
+import { GatewayCloseCodes, GatewayDispatchEvents } from 'discord.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { Leases } from '../redis/leases.js';
+import { DETECTOR_COORDINATION, type DetectorCoordination } from './detector-coordination.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
-import { DiscordClientFactory } from './discord-client.factory.js';
+import { DiscordGateway } from './discord-gateway.js';
+import { TokenRefusedError } from './gateway-bot.js';
 import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
+import { ShardHolder } from './shard-holder.js';
 
-/** Past it, shutdown stops waiting for the gateway connection to close politely. */
+/** Past it, shutdown stops waiting for the gateway connections to close politely. */
 const DESTROY_TIMEOUT_MS = 5_000;
 
 const INTENT_HELP =
   'enable "Server Members Intent" under Bot → Privileged Gateway Intents in the Discord ' +
   'Developer Portal';
 
-/** Why the client stopped; `refused` when retrying soon cannot help (an operator must act). */
+/** Why the gateway stopped; `refused` when retrying soon cannot help (an operator must act). */
 interface ClientFailure {
   refused: boolean;
   message: string;
 }
 
 /**
- * The Discord detector: while this instance holds the lease (always, without Redis), it runs
- * a gateway client whose name changes go through the publish path. Off without DISCORD_TOKEN.
- * A failed or refused login, or a connection Discord closes for good, is logged and retried
- * later with the lease given up meanwhile, never in a tight loop and never crashing the app.
+ * The Discord detector: logs in (GET /gateway/bot), then runs the shards this instance
+ * holds (ShardHolder: a lease per shard, spread evenly over the instances that run the
+ * detector; all of them without Redis), their name changes going through the publish path.
+ * Off without DISCORD_TOKEN, or with DETECTOR_ENABLED=false. A failed or refused login, or a
+ * connection Discord closes for good, is logged and retried later with every shard let go
+ * meanwhile, never in a tight loop and never crashing the app.
  */
 @Injectable()
 export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DiscordDetector');
-  private client?: Client;
+  private gateway?: DiscordGateway;
+  private holder?: ShardHolder;
   private unwatch: (() => void)[] = [];
   private failures = 0;
   private stopping = false;
-  /** Who runs the gateway client: exactly one instance at a time (always this one without Redis). */
-  private readonly lease: LeaseCompetition;
+  private retry?: NodeJS.Timeout;
 
   constructor(
     @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
     private readonly leases: Leases,
-    private readonly clients: DiscordClientFactory,
+    @Inject(DETECTOR_COORDINATION) private readonly shared: DetectorCoordination,
     private readonly detector: NameChangeDetector,
     private readonly requester: MemberListRequester,
     private readonly outbox: DetectorOutbox,
+    private readonly metrics: MetricsService,
   ) {
-    this.lease = new LeaseCompetition(leases, 'detector', settings.leaseMs, {
-      acquired: (lease) => {
-        this.logger.log(`Holding the gateway lease (${lease.name}, ${settings.leaseMs} ms)`);
-        lease.signal.addEventListener('abort', () => void this.stopClient(), { once: true });
-        void this.startClient();
-      },
+    metrics.onCollect(() => {
+      metrics.detectorShardCount.set(this.gateway?.shardCount ?? 0);
+      metrics.detectorLiveInstances.set(this.holder?.liveInstances ?? 0);
     });
   }
 
-  /** The gateway client this instance runs now, if any. */
-  get activeClient(): Client | undefined {
-    return this.client;
+  /** The gateway connections of this instance, while logged in. */
+  get activeGateway(): DiscordGateway | undefined {
+    return this.gateway;
+  }
+
+  /** The shards this instance runs now. */
+  get shardIds(): number[] {
+    return this.holder?.shardIds ?? [];
   }
 
   onApplicationBootstrap(): void {
@@ -70,112 +78,120 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
       this.logger.log('Discord detector: off (DISCORD_TOKEN is not set)');
       return;
     }
+    if (!this.settings.enabled) {
+      this.logger.log('Discord detector: off on this instance (DETECTOR_ENABLED=false)');
+      return;
+    }
     this.logger.log(`Discord detector: on (${this.leases.description})`);
-    this.lease.start();
+    void this.login();
   }
 
-  /** Runs before the database and Redis connections close: stop detecting, then let go. */
+  /** Runs before the database and Redis connections close: let the shards go, then stop. */
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
-    await this.stopClient();
-    await this.lease.stop();
+    clearTimeout(this.retry);
+    await this.logout({ resumable: true });
     await this.outbox.stop();
   }
 
-  private async startClient(): Promise<void> {
-    if (this.stopping || this.client) return;
-    const client = this.clients.create();
-    this.client = client;
+  private async login(): Promise<void> {
+    if (this.stopping || this.gateway) return;
+    const gateway = new DiscordGateway(
+      {
+        token: this.settings.token!,
+        apiUrl: this.settings.apiUrl,
+        gatewayUrl: this.settings.gatewayUrl,
+        shardCount: this.settings.shardCount,
+      },
+      {
+        closed: (code, shardId, forGood) => {
+          if (forGood) void this.fail(gateway, closeFailure(code, shardId));
+        },
+        identified: () => this.metrics.detectorSessionStarts.inc({ kind: 'identify' }),
+        resumed: () => this.metrics.detectorSessionStarts.inc({ kind: 'resume' }),
+        warn: (message) => this.logger.warn(message),
+      },
+      this.shared.identify,
+      this.shared.sessions,
+    );
+    this.gateway = gateway;
     this.unwatch = [
-      this.detector.watch(client),
-      this.requester.watch(client),
-      this.watchConnection(client),
+      this.detector.watch(gateway),
+      this.requester.watch(gateway),
+      gateway.onDispatch((packet, shardId) => {
+        if (packet.t !== GatewayDispatchEvents.Ready) return;
+        this.failures = 0;
+        const { user, guilds } = packet.d;
+        this.logger.log(
+          `Discord detector: shard ${shardId} of ${gateway.shardCount} on as ${user.username} ` +
+            `(${user.id}), watching ${guilds.length} server(s)`,
+        );
+      }),
     ];
     this.logger.log('Discord detector: logging in to the gateway');
     try {
-      await client.login(this.settings.token);
+      const info = await gateway.connectInfo();
+      if (this.gateway !== gateway) return;
+      const { max_concurrency, remaining } = info.session_start_limit;
+      this.logger.log(
+        `Discord detector: ${gateway.shardCount} shard(s) (Discord recommends ${info.shards}), ` +
+          `${max_concurrency} identify(ies) per 5 s, ${remaining} session start(s) left today`,
+      );
+      this.holder = new ShardHolder(
+        gateway,
+        this.leases,
+        this.shared.instances,
+        this.shared.token,
+        this.settings.leaseMs,
+        this.metrics,
+      );
+      this.holder.start();
     } catch (error) {
-      await this.fail(client, loginFailure(error));
+      await this.fail(gateway, loginFailure(error));
     }
   }
 
-  private watchConnection(client: Client): () => void {
-    const onReady = (ready: Client<true>) => {
-      this.failures = 0;
-      this.logger.log(
-        `Discord detector: on as ${ready.user.tag} (${ready.user.id}), ` +
-          `watching ${ready.guilds.cache.size} server(s)`,
-      );
-    };
-    // Emitted only for close codes after which discord.js does not reconnect.
-    const onDisconnect = (event: CloseEvent, shardId: number) =>
-      void this.fail(client, closeFailure(event.code, shardId));
-    const onShardError = (error: Error, shardId: number) =>
-      this.logger.warn(`Discord shard ${shardId}: ${error.message}`);
-    const onWarn = (message: string) => this.logger.warn(`Discord: ${message}`);
-    client.once(Events.ClientReady, onReady);
-    client.on(Events.ShardDisconnect, onDisconnect);
-    client.on(Events.ShardError, onShardError);
-    client.on(Events.Warn, onWarn);
-    // Stays attached for the client's life: an 'error' nobody listens to would end the process.
-    client.on(Events.Error, (error: Error) =>
-      this.logger.error(`Discord client error: ${error.message}`),
-    );
-    return () => {
-      client.off(Events.ClientReady, onReady);
-      client.off(Events.ShardDisconnect, onDisconnect);
-      client.off(Events.ShardError, onShardError);
-      client.off(Events.Warn, onWarn);
-    };
-  }
-
-  private async fail(client: Client, failure: ClientFailure): Promise<void> {
-    // Already stopped: shutdown, a lost lease, or an earlier report of the same failure.
-    if (this.client !== client) return;
-    await this.stopClient();
+  private async fail(gateway: DiscordGateway, failure: ClientFailure): Promise<void> {
+    // Already stopped: shutdown, or an earlier report of the same failure.
+    if (this.gateway !== gateway) return;
+    await this.logout({ resumable: false });
     const wait = failure.refused
       ? this.settings.refusedRetryMs
       : Math.min(this.settings.loginRetryMs * 2 ** this.failures, this.settings.loginRetryMaxMs);
     this.failures += 1;
     this.logger.error(`Discord detector: ${failure.message}; trying again in ${wait} ms`);
-    if (!this.stopping) await this.lease.yield(wait);
+    if (!this.stopping) this.retry = setTimeout(() => void this.login(), wait);
   }
 
-  private async stopClient(): Promise<void> {
-    const client = this.client;
-    if (!client) return;
-    this.client = undefined;
-    for (const stop of this.unwatch.splice(0)) stop();
+  /** Lets every shard go and closes their connections. */
+  private async logout({ resumable }: { resumable: boolean }): Promise<void> {
+    const gateway = this.gateway;
+    if (!gateway) return;
+    this.gateway = undefined;
+    const holder = this.holder;
+    this.holder = undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        client.destroy(),
+        (holder?.stop({ resumable }) ?? Promise.resolve()).then(() =>
+          gateway.stopAll({ resumable }),
+        ),
         new Promise((resolve) => (timer = setTimeout(resolve, DESTROY_TIMEOUT_MS))),
       ]);
     } catch (error) {
-      this.logger.warn(`Discord client did not close cleanly: ${(error as Error).message}`);
+      this.logger.warn(`Discord gateway did not close cleanly: ${(error as Error).message}`);
     } finally {
       clearTimeout(timer);
     }
+    for (const stop of this.unwatch.splice(0)) stop();
+    this.metrics.detectorShardsHeld.set(0);
     this.logger.log('Discord detector: disconnected from the gateway');
   }
 }
 
 function loginFailure(error: unknown): ClientFailure {
-  const { code, message = String(error) } = (error ?? {}) as { code?: unknown; message?: string };
-  if (code === 'TokenInvalid' || /authentication failed/i.test(message)) {
-    return {
-      refused: true,
-      message: 'Discord refused the login: DISCORD_TOKEN is not a valid bot token',
-    };
-  }
-  if (/disallowed intents/i.test(message)) {
-    return {
-      refused: true,
-      message: `Discord refused the login: the bot may not use the Server Members intent; ${INTENT_HELP}`,
-    };
-  }
-  return { refused: false, message: `Discord login failed: ${message}` };
+  if (error instanceof TokenRefusedError) return { refused: true, message: error.message };
+  return { refused: false, message: `Discord login failed: ${(error as Error).message}` };
 }
 
 function closeFailure(code: number, shardId: number): ClientFailure {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import type { Client } from 'discord.js';
+import { GatewayDispatchEvents, GatewayOpcodes } from 'discord.js';
+import { testGateway } from '../../test/support/detector-gateway.js';
 import {
   apiMember,
   apiUser,
@@ -11,7 +12,6 @@ import {
 } from '../../test/support/fake-discord.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings } from './detector.settings.js';
-import { DiscordClientFactory } from './discord-client.factory.js';
 import { MemberListRequester } from './member-list-requester.js';
 
 const SMALL = '800000000000000001';
@@ -48,9 +48,9 @@ class RoomGate {
   }
 }
 
-describe('MemberListRequester on a real discord.js client, over the gateway protocol', () => {
+describe('MemberListRequester on the gateway connections, over the gateway protocol', () => {
   let discord: FakeDiscord;
-  let client: Client;
+  let gateway: ReturnType<typeof testGateway>;
   let stop: () => void;
   let logs: string[];
   let room: RoomGate;
@@ -63,31 +63,35 @@ describe('MemberListRequester on a real discord.js client, over the gateway prot
     discord = await FakeDiscord.start(world);
     const settings = detectorSettings({
       token: TEST_DISCORD_TOKEN,
+      enabled: true,
+      shardCount: undefined,
       leaseMs: 30_000,
       apiUrl: discord.apiUrl,
       gatewayUrl: undefined,
     });
-    client = new DiscordClientFactory(settings).create();
+    gateway = testGateway(discord);
     room = new RoomGate();
     beforeLogin?.();
-    stop = new MemberListRequester(settings, room as unknown as DetectorOutbox).watch(client);
-    await client.login(TEST_DISCORD_TOKEN);
+    stop = new MemberListRequester(settings, room as unknown as DetectorOutbox).watch(
+      gateway.gateway,
+    );
+    await gateway.connectAll();
   }
 
   afterEach(async () => {
     stop();
-    await client.destroy();
+    await gateway.stopAll();
     await discord.close();
     jest.restoreAllMocks();
   });
 
-  it('asks for the members of each server whose GUILD_CREATE left some out, one at a time', async () => {
+  it('asks for the members of each server whose GUILD_CREATE left some out, one at a time per shard', async () => {
     await connect({
       shardCount: 2,
       guilds: [
-        { id: SMALL, members: [apiMember(TALKER)] },
+        { id: SMALL, shardId: 1, members: [apiMember(TALKER)] },
         { id: LARGE_A, members: manyMembers(2_500, 710000000000000000n, 'a') },
-        { id: LARGE_B, shardId: 1, members: manyMembers(60, 720000000000000000n, 'b') },
+        { id: LARGE_B, members: manyMembers(60, 720000000000000000n, 'b') },
       ],
     });
     await until(() => logs.length === 2);
@@ -146,10 +150,20 @@ describe('MemberListRequester on a real discord.js client, over the gateway prot
     await connect({ guilds: [{ id: SMALL, members: [apiMember(TALKER)] }] });
     stop();
     discord.joinGuild({ id: LARGE_A, members: manyMembers(60, 710000000000000000n, 'a') });
-    await until(() => client.guilds.cache.has(LARGE_A));
-    // A request of the test's own, answered over the network: a request the requester had
-    // started on the GUILD_CREATE (a few promise turns) would have been sent before it.
-    await client.guilds.cache.get(SMALL)!.members.fetch();
+    // A request of the test's own, once the GUILD_CREATE is heard, answered over the network:
+    // a request the requester had started on the GUILD_CREATE would have been sent before it.
+    await new Promise<void>((resolve) => {
+      const off = gateway.gateway.onDispatch((packet) => {
+        if (packet.t !== GatewayDispatchEvents.GuildCreate || packet.d.id !== LARGE_A) return;
+        off();
+        resolve();
+      });
+    });
+    await gateway.gateway.send(0, {
+      op: GatewayOpcodes.RequestGuildMembers,
+      d: { guild_id: SMALL, query: '', limit: 0, nonce: 'own' },
+    });
+    await until(() => discord.memberRequests.some((r) => r.answeredAt));
     expect(discord.memberRequests.map((r) => r.guildId)).toEqual([SMALL]);
   });
 });

@@ -1,18 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import type { Client } from 'discord.js';
-import {
-  apiMember,
-  apiUser,
-  FakeDiscord,
-  manyMembers,
-  TEST_DISCORD_TOKEN,
-} from '../../test/support/fake-discord.js';
+import { GatewayDispatchEvents, GatewayOpcodes } from 'discord.js';
+import { testGateway } from '../../test/support/detector-gateway.js';
+import { apiMember, apiUser, FakeDiscord, manyMembers } from '../../test/support/fake-discord.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { Clock } from './clock.js';
 import type { DetectorOutbox } from './detector-outbox.js';
-import { detectorSettings } from './detector.settings.js';
-import { DiscordClientFactory } from './discord-client.factory.js';
 import type { MemberObservation } from './member-observation.js';
 import { NameChangeDetector } from './name-change-detector.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
@@ -53,9 +46,9 @@ async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void>
   }
 }
 
-describe('NameChangeDetector on a real discord.js client, over the gateway protocol', () => {
+describe('NameChangeDetector on the gateway connections, over the gateway protocol', () => {
   let discord: FakeDiscord;
-  let client: Client;
+  let gateway: ReturnType<typeof testGateway>;
   let outbox: RecordingOutbox;
   let stop: () => void;
   let metrics: MetricsService;
@@ -78,24 +71,17 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
         { id: LARGE, shardId: 1, members: large, inGuildCreate: [large[7].user.id] },
       ],
     });
-    client = new DiscordClientFactory({
-      ...detectorSettings({
-        token: TEST_DISCORD_TOKEN,
-        leaseMs: 30_000,
-        apiUrl: discord.apiUrl,
-        gatewayUrl: undefined,
-      }),
-    }).create();
+    gateway = testGateway(discord);
     outbox = new RecordingOutbox();
     const asOutbox = outbox as unknown as DetectorOutbox;
-    stop = new NameChangeDetector(fixedClock, asOutbox, metrics).watch(client);
-    await client.login(TEST_DISCORD_TOKEN);
+    stop = new NameChangeDetector(fixedClock, asOutbox, metrics).watch(gateway.gateway);
+    await gateway.connectAll();
     await until(() => outbox.fullViews.length === 2);
   });
 
   afterEach(async () => {
     stop();
-    await client.destroy();
+    await gateway.stopAll();
     await discord.close();
     jest.restoreAllMocks();
   });
@@ -117,7 +103,11 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
   });
 
   it('reads member chunks as the rest of the full view, finished with the last chunk', async () => {
-    await client.guilds.cache.get(LARGE)!.members.fetch();
+    await gateway.gateway.send(1, {
+      op: GatewayOpcodes.RequestGuildMembers,
+      d: { guild_id: LARGE, query: '', limit: 0, nonce: 'all' },
+    });
+    await until(() => outbox.fullViews.length === 3);
     expect(outbox.fullViews.at(-1)).toEqual({
       guildId: LARGE,
       userIds: large.map((m) => m.user.id),
@@ -168,7 +158,7 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
     );
   });
 
-  it('reads the updates Discord replays after a RESUME (discord.js itself emits none for them)', async () => {
+  it('reads the updates Discord replays after a RESUME', async () => {
     discord.startOutage();
     discord.changeMember(GUILD_A, BOB.id, { nick: 'Bobby' });
     await until(() => discord.connections.some((c) => !c.hello));
@@ -182,8 +172,15 @@ describe('NameChangeDetector on a real discord.js client, over the gateway proto
     stop();
     discord.changeMember(GUILD_A, BOB.id, { nick: 'Bobby' });
     discord.changeMember(GUILD_A, ALICE.id, { nick: 'Al' });
-    // A sentinel the client itself sees: the updates before it reached the client too.
-    const seen = new Promise((resolve) => client.once('guildMemberUpdate', resolve));
+    // A sentinel the gateway itself hears: the updates before it were heard too.
+    const seen = new Promise<void>((resolve) => {
+      const off = gateway.gateway.onDispatch((packet) => {
+        if (packet.t !== GatewayDispatchEvents.GuildMemberUpdate) return;
+        if (packet.d.user.id !== ALICE.id) return;
+        off();
+        resolve();
+      });
+    });
     await seen;
     expect(outbox.live).toEqual([]);
   });

@@ -1,33 +1,37 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import {
-  Events,
   GatewayDispatchEvents,
-  type Client,
   type GatewayDispatchPayload,
   type GatewayGuildCreateDispatchData,
   type GatewayGuildMembersChunkDispatchData,
 } from 'discord.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { Clock } from './clock.js';
+import type { DiscordGateway } from './discord-gateway.js';
+import type { Hold } from './shard-connection.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { observeMember, type MemberObservation } from './member-observation.js';
 import { ReconciliationRun } from './reconciliation-run.js';
 
 /**
- * Reads what the gateway says about members, straight from its dispatches (discord.js's
- * public `raw` event), into observations for the outbox, stamped with the time they arrived:
+ * Reads what the gateway says about members, straight from its raw dispatches, into observations for the outbox, stamped with the time they arrived:
  * - live updates: GUILD_MEMBER_UPDATE (a member's nickname, and the user's names: Discord
  *   sends username and global-name changes of other users this way) and GUILD_MEMBER_ADD;
  * - full views: the members of GUILD_CREATE (after READY, on a new session, when a server
  *   comes back from an outage or the bot joins it) and of GUILD_MEMBERS_CHUNK (the rest of
  *   a large server's members, which MemberListRequester asks for).
- * Dispatches replayed after a RESUME come through the same way. Every observation is
- * compared with the last known names, not with discord.js's cache, so nothing depends on
- * what the cache held (discord.js emits no member update while a shard is resuming, nor for
- * an uncached member) and a change made while nobody watched is found at the next full view.
+ * Live updates replayed after a RESUME come through the same way (compared again, they
+ * record nothing twice); full views replayed are left out (see `watch`). Every observation is
+ * compared with the last known names: there is no member cache, so nothing depends on what
+ * one held, and a change made while nobody watched is found at the next full view.
  * The bot's own user is left out.
  */
+const FULL_VIEWS = new Set<string>([
+  GatewayDispatchEvents.GuildCreate,
+  GatewayDispatchEvents.GuildMembersChunk,
+]);
+
 @Injectable()
 export class NameChangeDetector {
   private readonly logger = new Logger('DiscordDetector');
@@ -38,46 +42,53 @@ export class NameChangeDetector {
     private readonly metrics: MetricsService,
   ) {}
 
-  /** Starts watching `client`'s dispatches; returns the function that stops. */
-  watch(client: Client): () => void {
-    const watcher = new DispatchWatcher(client, this.clock, this.outbox, this.logger, this.metrics);
-    const onRaw = (packet: GatewayDispatchPayload) => watcher.handle(packet);
-    client.on(Events.Raw, onRaw);
-    return () => client.off(Events.Raw, onRaw);
+  /** Starts watching the gateway's dispatches; returns the function that stops. */
+  watch(gateway: DiscordGateway): () => void {
+    const watcher = new DispatchWatcher(this.clock, this.outbox, this.logger, this.metrics);
+    return gateway.onDispatch((packet, _shardId, { hold, replayed }) => {
+      watcher.botUserId ??= gateway.botUserId;
+      // A replayed full view is old news: the known names may be newer than it (the holder
+      // before this one may have compared it, and what followed). MemberListRequester asks
+      // for the server's members afresh instead.
+      if (replayed && FULL_VIEWS.has(packet.t)) return;
+      watcher.handle(packet, hold);
+    });
   }
 }
 
 class DispatchWatcher {
-  private botUserId?: string;
+  botUserId?: string;
   /** Each server's current full view. */
   private readonly runs = new Map<string, ReconciliationRun>();
   /** Chunk indexes received per member request (by nonce), until all have arrived. */
   private readonly chunksSeen = new Map<string, Set<number>>();
 
   constructor(
-    private readonly client: Client,
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
     private readonly logger: Logger,
     private readonly metrics: MetricsService,
   ) {}
 
-  /** Runs inside discord.js's packet handling: nothing may escape into the gateway client. */
-  handle(packet: GatewayDispatchPayload): void {
+  /**
+   * Runs inside the shard's packet handling: nothing may escape into the gateway connection.
+   * A dispatch whose members go to the outbox is held until they are compared and stored.
+   */
+  handle(packet: GatewayDispatchPayload, hold: Hold): void {
     try {
       switch (packet.t) {
         case GatewayDispatchEvents.Ready:
           this.botUserId = packet.d.user.id;
           break;
         case GatewayDispatchEvents.GuildCreate:
-          this.guildCreate(packet.d);
+          this.guildCreate(packet.d, hold);
           break;
         case GatewayDispatchEvents.GuildMembersChunk:
-          this.membersChunk(packet.d);
+          this.membersChunk(packet.d, hold);
           break;
         case GatewayDispatchEvents.GuildMemberUpdate:
         case GatewayDispatchEvents.GuildMemberAdd: {
-          this.outbox.observeLive(this.observe(packet.d.guild_id, [packet.d]));
+          this.outbox.observeLive(this.observe(packet.d.guild_id, [packet.d]), hold());
           break;
         }
         default:
@@ -88,18 +99,18 @@ class DispatchWatcher {
     }
   }
 
-  private guildCreate(d: GatewayGuildCreateDispatchData): void {
+  private guildCreate(d: GatewayGuildCreateDispatchData, hold: Hold): void {
     if ((d as { unavailable?: boolean }).unavailable) return;
     const members = d.members ?? [];
     const expectingMore = members.length < d.member_count;
     const run = this.newRun(d.id, expectingMore);
-    this.outbox.observeFullView(this.observe(d.id, members), run);
+    this.outbox.observeFullView(this.observe(d.id, members), run, hold());
     if (!expectingMore) run.complete();
   }
 
-  private membersChunk(d: GatewayGuildMembersChunkDispatchData): void {
+  private membersChunk(d: GatewayGuildMembersChunkDispatchData, hold: Hold): void {
     const run = this.runs.get(d.guild_id) ?? this.newRun(d.guild_id, true);
-    this.outbox.observeFullView(this.observe(d.guild_id, d.members), run);
+    this.outbox.observeFullView(this.observe(d.guild_id, d.members), run, hold());
     const request = d.nonce ?? d.guild_id;
     const seen = this.chunksSeen.get(request) ?? new Set<number>();
     seen.add(d.chunk_index);
@@ -131,7 +142,7 @@ class DispatchWatcher {
     members: readonly Parameters<typeof observeMember>[1][],
   ): MemberObservation[] {
     const at = this.clock.now();
-    const bot = this.botUserId ?? this.client.user?.id;
+    const bot = this.botUserId;
     const observations: MemberObservation[] = [];
     for (const member of members) {
       const observation = observeMember(guildId, member, at);

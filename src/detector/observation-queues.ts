@@ -3,8 +3,26 @@ import { Fifo } from '../common/fifo.js';
 import type { MemberObservation } from './member-observation.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
 
+/** The observations of one dispatch not yet settled; `done` once none is left. */
+export class Pending {
+  constructor(
+    private left: number,
+    private readonly done: () => void,
+  ) {
+    if (left === 0) done();
+  }
+
+  /** One observation compared (or dropped). */
+  settle(): void {
+    this.left -= 1;
+    if (this.left === 0) this.done();
+  }
+}
+
 export interface QueuedObservation {
   observation: MemberObservation;
+  /** The dispatch it came in. */
+  pending?: Pending;
   /** Set for a member of a full view. */
   run?: ReconciliationRun;
   /** Moved to the live queue, ahead of a live update of the same user: skip it here. */
@@ -43,9 +61,10 @@ export class ObservationQueues {
     return { live: this.live.length, reconciling: this.reconcilingCount };
   }
 
-  pushLive(observations: readonly MemberObservation[]): void {
+  pushLive(observations: readonly MemberObservation[], pending?: Pending): void {
     for (const observation of observations) {
       if (this.live.length >= this.bounds.maxPending) {
+        pending?.settle();
         // Only reachable during a long outage: memory stays bounded.
         this.logger.error(
           `Dropped a live update of user ${observation.userId}: ${this.live.length} are waiting ` +
@@ -59,19 +78,24 @@ export class ObservationQueues {
         for (const item of earlier) {
           item.promoted = true;
           this.reconcilingCount -= 1;
-          this.live.push({ observation: item.observation, run: item.run });
+          this.live.push({ observation: item.observation, run: item.run, pending: item.pending });
         }
       }
-      this.live.push({ observation });
+      this.live.push({ observation, pending });
     }
   }
 
-  pushFullView(observations: readonly MemberObservation[], run: ReconciliationRun): void {
+  pushFullView(
+    observations: readonly MemberObservation[],
+    run: ReconciliationRun,
+    pending?: Pending,
+  ): void {
     const room = Math.max(0, this.bounds.maxReconciling - this.reconcilingCount);
     const accepted = observations.slice(0, room);
+    for (let i = accepted.length; i < observations.length; i++) pending?.settle();
     run.arrived(accepted.length);
     for (const observation of accepted) {
-      const item: QueuedObservation = { observation, run };
+      const item: QueuedObservation = { observation, run, pending };
       this.reconciling.push(item);
       this.reconcilingCount += 1;
       const waiting = this.waitingByUser.get(observation.userId);

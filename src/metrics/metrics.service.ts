@@ -154,6 +154,38 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly detectorShardsHeld = new Gauge({
+    name: 'name_history_detector_shards_held',
+    help: 'Gateway shards this instance runs now (each under a lease of its own)',
+    registers: [this.registry],
+  });
+
+  readonly detectorShardCount = new Gauge({
+    name: 'name_history_detector_shard_count',
+    help: 'Gateway shards in all, shared by the instances that run the detector',
+    registers: [this.registry],
+  });
+
+  readonly detectorLiveInstances = new Gauge({
+    name: 'name_history_detector_live_instances',
+    help: 'Instances running the detector, as announced in Redis',
+    registers: [this.registry],
+  });
+
+  readonly detectorSessionStarts = new Counter({
+    name: 'name_history_detector_session_starts_total',
+    help: "Gateway connections opened by this instance: a new session (identify, one of the day's session starts) or a resumed one (resume)",
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly detectorHandovers = new Counter({
+    name: 'name_history_detector_shard_handovers_total',
+    help: 'Shards this instance let go of: to even out the shards over the instances (rebalance), at shutdown (stop), or because its lease was lost (lost)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   private readonly collectors: (() => unknown)[] = [];
 
   constructor() {

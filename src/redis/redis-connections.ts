@@ -4,7 +4,7 @@ import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { redisConfig } from './redis.config.js';
 
 /** What a connection is for: its name in `CLIENT LIST`, and in the logs. */
-export type RedisRole = 'publisher' | 'subscriber' | 'leases' | 'rate-limit';
+export type RedisRole = 'publisher' | 'subscriber' | 'leases' | 'rate-limit' | 'detector';
 
 /** A connection for commands: to one server (or Sentinel's master), or to a cluster. */
 export type RedisClient = Redis | Cluster;

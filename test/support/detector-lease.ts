@@ -21,8 +21,9 @@ export const HELD_BY_THE_TEST_MS = 60_000;
 export const tokenOf = (app: TestApp) => app.app.get<Leases, RedisLeases>(Leases).token;
 
 /**
- * Instances competing for the gateway lease (DETECTOR_LEASE_MS 1.5 s), on a Redis of the
- * file's own watched with MONITOR: every command on the lease key, in the order Redis ran
+ * Instances competing for the lease of the only shard (DETECTOR_LEASE_MS 1.5 s), on a Redis of
+ * the file's own watched with MONITOR: every command on the lease key (and the old single
+ * lease's), in the order Redis ran
  * them, shows who tried, who renewed and who let go, without a clock. Each test gets a fresh
  * key and a fresh fake Discord with one server (Alice in it as "Ali"); its instances are
  * closed after it. Call in a describe block.
@@ -35,7 +36,8 @@ export function useLeaseContest() {
   let discord: FakeDiscord;
   let prefix: string;
   let key: string;
-  /** Every command on the lease key since the test began. */
+  let oldKey: string;
+  /** Every command on the lease keys since the test began. */
   let commands: string[][] = [];
   const apps: TestApp[] = [];
 
@@ -45,13 +47,16 @@ export function useLeaseContest() {
     redis = new Redis(server.url);
     monitor = await redis.monitor();
     monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args.includes(key)) commands.push([args[0].toLowerCase(), ...args.slice(1)]);
+      if (args.includes(key) || args.includes(oldKey)) {
+        commands.push([args[0].toLowerCase(), ...args.slice(1)]);
+      }
     });
   });
 
   beforeEach(async () => {
     prefix = uniqueRedisPrefix();
-    key = `{${prefix}:lease}:detector`;
+    key = `{${prefix}:lease}:detector-shard:0`;
+    oldKey = `{${prefix}:lease}:detector`;
     commands = [];
     discord = await FakeDiscord.start({
       guilds: [{ id: GUILD_A, members: [apiMember(ALICE, { nick: 'Ali' })] }],
@@ -83,8 +88,13 @@ export function useLeaseContest() {
     get discord() {
       return discord;
     },
+    /** The lease of shard 0, the only shard. */
     get key() {
       return key;
+    },
+    /** The one lease of the detector's version before shards were spread. */
+    get oldKey() {
+      return oldKey;
     },
     /** How many commands on the key Redis ran since the test began. */
     get commandCount() {
@@ -106,6 +116,11 @@ export function useLeaseContest() {
       apps.splice(apps.indexOf(app), 1);
       await app.close();
     },
+    /** Once the instance of `token` holds shard 0 and it is connected. */
+    running: (token: string) =>
+      waitFor(`shard 0 run by ${token}`, async () => {
+        return discord.isLive(0) && (await redis.get(key)) === token;
+      }),
     /** The `index`th IDENTIFY (0: the first), once it has a READY. */
     identified: (index: number, timeoutMs = 10_000): Promise<GatewayConnection> =>
       waitFor(
@@ -114,10 +129,10 @@ export function useLeaseContest() {
         { timeoutMs, intervalMs: 10 },
       ),
     /** Tries (the `SET key token NX` script) sent by the instance of `token` from command `from` on. */
-    attempts: (token: string, from = 0) =>
+    attempts: (token: string, from = 0, on = key) =>
       commands
         .slice(from)
-        .filter(([name, , , , value]) => name === 'eval' && value === token)
+        .filter(([name, , , k, value]) => name === 'eval' && k === on && value === token)
         .filter(([, script]) => script.includes("'NX'")).length,
     /**
      * Renewals (the compare-and-expire script) sent by the instance of `token`: one script
@@ -127,8 +142,8 @@ export function useLeaseContest() {
     renewals: (token: string, from = 0) =>
       commands
         .slice(from)
-        .filter((args) => args[0] === 'eval' && args.includes(token))
-        .filter(([, script]) => script.includes('pexpire')).length,
+        .filter(([name, script]) => name === 'eval' && script.includes('pexpire'))
+        .filter(([, , ...args]) => args.includes(key) && args.includes(token)).length,
     /**
      * Samples while the key holds `value`, keeping the samples taken while it still held it:
      * each is read before the key, so what it shows happened while the key held `value`.

@@ -73,10 +73,6 @@ export class FakeDiscord extends FakeGateway implements RestState {
     return this.world.advertisedGatewayUrl ?? this.gatewayUrl;
   }
 
-  get maxConcurrency(): number {
-    return this.world.maxConcurrency ?? 16;
-  }
-
   /** Every REQUEST_GUILD_MEMBERS, with its answer. */
   get memberRequests(): MemberRequest[] {
     return this.members.requests;
@@ -163,6 +159,14 @@ export class FakeDiscord extends FakeGateway implements RestState {
     if (!session) return;
     if (!resumable) session.invalid = true;
     session.connection?.send({ op: GatewayOpcodes.InvalidSession, d: resumable });
+  }
+
+  /**
+   * Every session ends, as when a bot stayed away too long: a RESUME is answered with
+   * INVALID_SESSION, and what changed meanwhile only the next full views show.
+   */
+  expireSessions(): void {
+    for (const session of this.sessions) session.invalid = true;
   }
 
   /** Member chunks from index `from` on wait until the returned function is called. */

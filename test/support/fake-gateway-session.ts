@@ -18,6 +18,10 @@ export class GatewayConnection {
   session?: Session;
   hello = false;
   closeCode?: number;
+  /** When the server saw it closed. */
+  closedAt?: number;
+  /** When its IDENTIFY or RESUME arrived. */
+  authenticatedAt?: number;
   heartbeatAcks = 0;
 
   constructor(

@@ -17,6 +17,7 @@ import {
   type IdentifyData,
   type ResumeData,
 } from './fake-gateway-session.js';
+import { connectedTwice, identifiedTooSoon } from './fake-gateway-limits.js';
 
 /**
  * The fake Discord's gateway: a real WebSocket server speaking the public protocol (v10,
@@ -58,6 +59,16 @@ export abstract class FakeGateway {
 
   get shardCount(): number {
     return this.world.shardCount ?? 1;
+  }
+
+  /** The session start limit's `max_concurrency`. Default 16: shards identify together. */
+  get maxConcurrency(): number {
+    return this.world.maxConcurrency ?? 16;
+  }
+
+  /** The connections that carried shard `shardId` (IDENTIFY or RESUME), oldest first. */
+  connectionsOf(shardId: number): GatewayConnection[] {
+    return this.connections.filter((c) => c.shardId === shardId && c.authenticatedAt);
   }
 
   /** IDENTIFYs received, oldest first. */
@@ -127,12 +138,17 @@ export abstract class FakeGateway {
     if (connection?.open && !this.outage) connection.send(payload);
   }
 
+  private breach(breach: string | undefined): void {
+    if (breach) this.breaches.push(breach);
+  }
+
   private accept(ws: WebSocket, url: string): void {
     const connection = new GatewayConnection(ws, url);
     this.connections.push(connection);
     ws.on('message', (data: RawData) => this.receive(connection, data));
     ws.on('close', (code: number) => {
       connection.closeCode = code;
+      connection.closedAt = Date.now();
       if (connection.session?.connection === connection) connection.session.connection = undefined;
     });
     ws.on('error', () => undefined);
@@ -202,7 +218,10 @@ export abstract class FakeGateway {
       connection.ws.close(GatewayCloseCodes.InvalidShard, 'Invalid shard.');
       return;
     }
+    this.breach(identifiedTooSoon(this.identifies, connection, shardId, this.maxConcurrency));
+    this.breach(connectedTwice(this.connections, connection, shardId));
     connection.opened = 'identify';
+    connection.authenticatedAt = Date.now();
     const session = new Session(`session-${++this.sessionCount}`, shardId);
     this.sessions.push(session);
     session.attach(connection);
@@ -235,6 +254,8 @@ export abstract class FakeGateway {
       connection.ws.close(GatewayCloseCodes.InvalidSeq, 'Invalid seq.');
       return;
     }
+    this.breach(connectedTwice(this.connections, connection, session.shardId));
+    connection.authenticatedAt = Date.now();
     session.attach(connection);
     session.resumes += 1;
     for (const missed of session.sent.filter((p) => p.s > d.seq)) connection.send(missed);

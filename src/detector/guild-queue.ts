@@ -1,0 +1,161 @@
+import type { Logger } from '@nestjs/common';
+import { DrainLoop } from '../common/drain-loop.js';
+import type { DetectorOutbox } from './detector-outbox.js';
+import type { DetectorSettings } from './detector.settings.js';
+import { InterruptibleDelay } from './interruptible-delay.js';
+
+/** Past the gateway's `retry_after`, so the next request lands after the window. */
+const RATE_LIMIT_MARGIN_MS = 250;
+const FAILED_FETCH_DELAY_MS = 5_000;
+
+class RateLimited extends Error {
+  constructor(readonly retryAfterMs: number) {
+    super(`rate-limited for ${retryAfterMs} ms`);
+  }
+}
+
+/**
+ * The answer to one member request: resolves with the member count once every chunk has
+ * come, rejects when the gateway rate-limits it, or when `timeoutMs` pass without a chunk.
+ */
+export class MemberListAnswer {
+  readonly done: Promise<number>;
+  private resolve!: (members: number) => void;
+  private reject!: (error: Error) => void;
+  private timer?: NodeJS.Timeout;
+  private readonly seen = new Set<number>();
+  private members = 0;
+
+  constructor(private readonly timeoutMs: number) {
+    this.done = new Promise<number>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.done.catch(() => undefined);
+    this.arm();
+  }
+
+  chunk(index: number, count: number, members: number): void {
+    if (this.seen.has(index)) return;
+    this.seen.add(index);
+    this.members += members;
+    if (this.seen.size < count) return this.arm();
+    clearTimeout(this.timer);
+    this.resolve(this.members);
+  }
+
+  rateLimited(retryAfterMs: number): void {
+    clearTimeout(this.timer);
+    this.reject(new RateLimited(retryAfterMs));
+  }
+
+  fail(error: Error): void {
+    clearTimeout(this.timer);
+    this.reject(error);
+  }
+
+  finally(then: () => void): void {
+    void this.done.then(then, then);
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(
+      () => this.reject(new Error(`no member chunk within ${this.timeoutMs} ms`)),
+      this.timeoutMs,
+    );
+  }
+}
+
+/** Sends one member request for `guildId`, whose answer arrives through `answer`. */
+export type SendMemberRequest = (guildId: string, answer: MemberListAnswer) => Promise<void>;
+
+/** One shard's servers waiting for their member list, asked for one at a time. */
+export class GuildQueue {
+  private readonly queue: string[] = [];
+  /** Asked for again while its request was under way: ask once more after it. */
+  private readonly again = new Set<string>();
+  /** The shard's servers that are available now (ids only). */
+  private readonly availableGuilds = new Set<string>();
+  private stopped = false;
+  private current?: MemberListAnswer;
+  private readonly delay = new InterruptibleDelay();
+  private readonly loop = new DrainLoop<string>(
+    () => this.queue[0],
+    (guildId) => this.request(guildId),
+    (error) =>
+      this.logger.error(`Member list requests stopped: ${(error as Error).stack ?? String(error)}`),
+  );
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly settings: DetectorSettings,
+    private readonly outbox: Pick<DetectorOutbox, 'whenReconcilingBelow'>,
+    private readonly send: SendMemberRequest,
+  ) {}
+
+  available(guildId: string, available: boolean): void {
+    if (available) this.availableGuilds.add(guildId);
+    else this.availableGuilds.delete(guildId);
+  }
+
+  add(guildId: string): void {
+    if (this.stopped) return;
+    if (this.loop.running && this.queue[0] === guildId) this.again.add(guildId);
+    else if (!this.queue.includes(guildId)) this.queue.push(guildId);
+    this.loop.kick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.queue.length = 0;
+    this.delay.interrupt();
+    this.current?.fail(new Error('stopped'));
+    void this.loop.stop();
+  }
+
+  private done(guildId: string): void {
+    this.queue.shift();
+    if (this.again.delete(guildId) && !this.queue.includes(guildId)) this.queue.push(guildId);
+  }
+
+  /** The first server's members, asked for until they come, it is given up on, or shutdown. */
+  private async request(guildId: string): Promise<void> {
+    let failures = 0;
+    for (;;) {
+      await this.outbox.whenReconcilingBelow(this.settings.reconcileBacklogLimit);
+      if (this.stopped) return;
+      if (!this.availableGuilds.has(guildId)) return this.done(guildId);
+      // Whatever asked for this server before now is answered by this request.
+      this.again.delete(guildId);
+      const answer = new MemberListAnswer(this.settings.memberChunkTimeoutMs);
+      this.current = answer;
+      try {
+        await this.send(guildId, answer);
+        const members = await answer.done;
+        this.logger.log(`Received the ${members} members of server ${guildId}`);
+        return this.done(guildId);
+      } catch (error) {
+        if (this.stopped) return;
+        if (error instanceof RateLimited) {
+          this.logger.log(
+            `Member request for server ${guildId} rate-limited; asking again in ${error.retryAfterMs} ms`,
+          );
+          await this.delay.wait(error.retryAfterMs + RATE_LIMIT_MARGIN_MS);
+          continue;
+        }
+        failures += 1;
+        if (failures >= this.settings.memberFetchAttempts) {
+          this.logger.warn(
+            `Could not fetch the members of server ${guildId} (${(error as Error).message}); ` +
+              'changes of members it did not send are found at its next full view',
+          );
+          return this.done(guildId);
+        }
+        await this.delay.wait(FAILED_FETCH_DELAY_MS * failures);
+      } finally {
+        this.current = undefined;
+      }
+    }
+  }
+}

@@ -1,0 +1,105 @@
+import { Logger } from '@nestjs/common';
+import type { APIGatewaySessionStartLimit } from 'discord.js';
+
+/**
+ * Discord's identify window (`max_concurrency` identifies per 5 s, one per bucket), held a
+ * little longer: Discord counts an IDENTIFY when it arrives, and two sent 5 s apart may arrive
+ * closer than that when the first took longer on its way (seen: 4,970 ms).
+ */
+export const IDENTIFY_WINDOW_MS = 5_250;
+/** Below this many session starts left today, each identify is logged as a warning. */
+const LOW_BUDGET = 100;
+
+/**
+ * When a shard may IDENTIFY (start a new session): Discord allows one per 5 s per bucket
+ * (`shard_id % max_concurrency`) and `session_start_limit.remaining` per day. A RESUME needs
+ * no turn. `waitForIdentify` resolves once the shard may identify now (its turn counted), and
+ * rejects when `signal` aborts first. `configure` gives it each login's limits.
+ */
+export abstract class IdentifyGate {
+  protected readonly logger = new Logger('DiscordDetector');
+  protected limit: APIGatewaySessionStartLimit = {
+    total: 1_000,
+    remaining: 1_000,
+    reset_after: 86_400_000,
+    max_concurrency: 1,
+  };
+
+  configure(limit: APIGatewaySessionStartLimit): Promise<void> {
+    this.limit = limit;
+    return Promise.resolve();
+  }
+
+  async waitForIdentify(shardId: number, signal: AbortSignal): Promise<void> {
+    const bucket = shardId % Math.max(1, this.limit.max_concurrency);
+    let warned = false;
+    for (;;) {
+      const turn = await this.tryTurn(bucket);
+      if (turn.granted) {
+        if (turn.left < LOW_BUDGET) {
+          this.logger.warn(
+            `Discord detector: ${turn.left} session start(s) left today; shards that cannot ` +
+              'resume wait for the daily reset',
+          );
+        }
+        return;
+      }
+      if (turn.budgetSpent && !warned) {
+        warned = true;
+        this.logger.error(
+          `Discord detector: no session start left today; shard ${shardId} waits ${turn.waitMs} ms for the reset`,
+        );
+      }
+      await abortableDelay(turn.waitMs + Math.floor(Math.random() * 50), signal);
+    }
+  }
+
+  /** Takes the bucket's turn now if it is free and the day's budget allows. */
+  protected abstract tryTurn(bucket: number): Promise<Turn>;
+}
+
+export type Turn =
+  { granted: true; left: number } | { granted: false; waitMs: number; budgetSpent: boolean };
+
+/** Resolves after `ms`, or rejects when `signal` aborts. */
+export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The identify windows of one process (the embedded default, one instance). */
+export class LocalIdentifyGate extends IdentifyGate {
+  /** When each bucket may identify next (ms since the epoch). */
+  private readonly nextAt = new Map<number, number>();
+  private left = this.limit.remaining;
+  private resetAt = 0;
+
+  override configure(limit: APIGatewaySessionStartLimit): Promise<void> {
+    this.left = limit.remaining;
+    this.resetAt = Date.now() + limit.reset_after;
+    return super.configure(limit);
+  }
+
+  protected tryTurn(bucket: number): Promise<Turn> {
+    const now = Date.now();
+    const wait = (this.nextAt.get(bucket) ?? 0) - now;
+    if (wait > 0) return Promise.resolve({ granted: false, waitMs: wait, budgetSpent: false });
+    if (this.left <= 0 && now < this.resetAt) {
+      return Promise.resolve({ granted: false, waitMs: this.resetAt - now, budgetSpent: true });
+    }
+    if (this.left <= 0) this.left = this.limit.total;
+    this.left -= 1;
+    this.nextAt.set(bucket, now + IDENTIFY_WINDOW_MS);
+    return Promise.resolve({ granted: true, left: this.left });
+  }
+}

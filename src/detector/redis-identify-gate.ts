@@ -1,0 +1,52 @@
+import type { RedisClient } from '../redis/redis-connections.js';
+import type { APIGatewaySessionStartLimit } from 'discord.js';
+import { IDENTIFY_WINDOW_MS, IdentifyGate, type Turn } from './identify-gate.js';
+
+// KEYS: the bucket's turn, the day's budget (one hash slot). ARGV: the window (ms).
+// {1, left}: granted; {0, wait ms, 0|1 budget spent}.
+const TURN = `local wait = redis.call('pttl', KEYS[1])
+if wait > 0 then return {0, wait, 0} end
+local left = tonumber(redis.call('get', KEYS[2]) or '-1')
+if left == 0 then return {0, math.max(redis.call('pttl', KEYS[2]), 1000), 1} end
+if left > 0 then redis.call('decr', KEYS[2]) end
+redis.call('set', KEYS[1], '1', 'PX', ARGV[1])
+return {1, left - 1}`;
+
+/**
+ * The identify limits across every instance, in Redis: a key per bucket
+ * (`{<prefix>:detector}:identify:<bucket>`, set for 5 s by the identify that takes the
+ * turn) and the day's session starts left (`…:session-starts`, set from each login's
+ * GET /gateway/bot, which counts every instance's identifies, and counted down by each
+ * identify until then). One script takes a turn, so no number of instances exceeds them.
+ */
+export class RedisIdentifyGate extends IdentifyGate {
+  constructor(
+    private readonly redis: RedisClient,
+    /** `{<prefix>:detector}`: the hash tag the keys share. */
+    private readonly keyBase: string,
+  ) {
+    super();
+  }
+
+  override async configure(limit: APIGatewaySessionStartLimit): Promise<void> {
+    await super.configure(limit);
+    await this.redis.set(
+      `${this.keyBase}:session-starts`,
+      limit.remaining,
+      'PX',
+      Math.max(1, limit.reset_after),
+    );
+  }
+
+  protected async tryTurn(bucket: number): Promise<Turn> {
+    const [granted, value, spent] = (await this.redis.eval(
+      TURN,
+      2,
+      `${this.keyBase}:identify:${bucket}`,
+      `${this.keyBase}:session-starts`,
+      IDENTIFY_WINDOW_MS,
+    )) as [number, number, number?];
+    if (granted === 1) return { granted: true, left: value < 0 ? Infinity : value };
+    return { granted: false, waitMs: value, budgetSpent: spent === 1 };
+  }
+}
