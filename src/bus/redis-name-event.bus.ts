@@ -31,16 +31,7 @@ export class RedisNameEventBus extends RedisPubSubBus implements OnModuleInit {
     for (const event of events) {
       pipeline.publish(this.channel, RedisPubSubBus.message(event, publishedAt));
     }
-    let results: [Error | null, unknown][] | null;
-    try {
-      results = await pipeline.exec();
-    } catch (error) {
-      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
-    }
-    const failed =
-      results?.find(([error]) => error) ?? (results ? undefined : [new Error('no reply')]);
-    if (failed) throw new BusUnavailableError(`Redis publish failed: ${failed[0]!.message}`);
-    return results!.map(([, receivers]) => receivers as number);
+    return RedisPubSubBus.receiversOf(pipeline);
   }
 
   protected async openSubscription(): Promise<void> {

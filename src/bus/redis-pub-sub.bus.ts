@@ -100,6 +100,25 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleDes
     return JSON.stringify(message);
   }
 
+  /**
+   * Sends a publish pipeline (one command per event) and gives each command's count of
+   * receivers; any failure, or no reply, is the bus being unavailable.
+   */
+  protected static async receiversOf(pipeline: {
+    exec(): Promise<[Error | null, unknown][] | null>;
+  }): Promise<number[]> {
+    let results: [Error | null, unknown][] | null;
+    try {
+      results = await pipeline.exec();
+    } catch (error) {
+      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
+    }
+    if (!results) throw new BusUnavailableError('Redis publish failed: no reply');
+    const failed = results.find(([error]) => error);
+    if (failed) throw new BusUnavailableError(`Redis publish failed: ${failed[0]!.message}`);
+    return results.map(([, receivers]) => receivers as number);
+  }
+
   private hold(live: Subject<NameEventDelivery>): BusSubscription {
     this.holders++;
     let held = true;

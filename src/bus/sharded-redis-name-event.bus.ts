@@ -71,16 +71,7 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
     for (const event of events) {
       pipeline.spublish(this.channel, RedisPubSubBus.message(event, publishedAt));
     }
-    let results: [Error | null, unknown][] | null;
-    try {
-      results = await pipeline.exec();
-    } catch (error) {
-      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
-    }
-    const failed =
-      results?.find(([error]) => error) ?? (results ? undefined : [new Error('no reply')]);
-    if (failed) throw new BusUnavailableError(`Redis publish failed: ${failed[0]!.message}`);
-    const receivers = results!.map(([, count]) => count as number);
+    const receivers = await RedisPubSubBus.receiversOf(pipeline);
     if (receivers.includes(0) && (await this.listeningInstances()) > 0) {
       throw new BusUnavailableError('Redis subscriptions are being re-established');
     }
