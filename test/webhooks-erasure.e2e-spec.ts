@@ -3,7 +3,7 @@ import { useApp } from './support/app.js';
 import { nameEvent, uniqueUserId } from './support/events.js';
 import { waitFor } from './support/ports.js';
 import { admin } from './support/privacy.js';
-import { WebhookReceiver } from './support/webhook-receiver.js';
+import { type Answer, WebhookReceiver } from './support/webhook-receiver.js';
 import {
   createEndpoint,
   endpointsOf,
@@ -79,6 +79,32 @@ describe('webhooks and what is erased or deleted', () => {
     },
     30_000,
   );
+
+  it('never sends the events of a user erased while an attempt before them is under way', async () => {
+    const { id, blocker } = await blockedEndpoint();
+    const userId = uniqueUserId('erased');
+    const kept = nameEvent();
+    await storeAll(fx.url, [nameEvent({ userId }), kept, nameEvent({ userId, name: 'again' })]);
+    await waitFor('4 pending', async () => (await pendingOf(id)) === 4);
+    // The blocker's retry (read with the three behind it) is held until the erasure is answered.
+    let release!: () => void;
+    const held = new Promise<Answer>((resolve) => (release = () => resolve({ status: 200 })));
+    const attempts = receiver.received.length;
+    receiver.answer = (_request, index) => (index === attempts ? held : { status: 200 });
+    await waitFor('the retry held', () => receiver.received.length > attempts, {
+      timeoutMs: 10_000,
+    });
+
+    expect((await admin(fx.url, 'DELETE', `${userId}/prevnames`)).status).toBe(200);
+    release();
+    const sentinel = nameEvent();
+    await store(fx.url, sentinel);
+    await waitFor('the sentinel', () => receiver.data.some((d) => d.userId === sentinel.userId), {
+      timeoutMs: 20_000,
+    });
+    expect(delivered()).toEqual([blocker, kept, sentinel].map(fieldsOf));
+    await waitFor('nothing pending', async () => (await pendingOf(id)) === 0);
+  });
 
   it('sends nothing more to an endpoint once its DELETE is answered', async () => {
     const { id } = await createEndpoint(fx.url, { url: receiver.url });

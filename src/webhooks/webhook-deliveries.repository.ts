@@ -20,18 +20,15 @@ interface QueuedRow extends SenderEndpoint {
   changedAt: Date;
 }
 
-/** Records a 2xx (of `$2`, unless null): the delivery dequeued, the endpoint no longer failing. */
-const ACK = `done AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2),
-  moved AS (UPDATE webhook_endpoints SET last_delivered_event_id = $2, failing_since = NULL
-             WHERE id = $1 AND $2::bigint IS NOT NULL)`;
 /**
- * The same within a batch: the endpoint's row is written only when it was failing (its
- * last delivered id is brought up to date at the end of the batch), so a stream of 2xx costs
- * one small DELETE each, not a new version of the endpoint's row.
+ * Records the 2xx of `$2` (unless null) and so of every event before it (an endpoint's events
+ * are sent in id order): their deliveries dequeued, the endpoint no longer failing. Acks
+ * commute: one recorded late never moves the position back.
  */
-const ACK_WITHIN_BATCH = `done AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2),
-  moved AS (UPDATE webhook_endpoints SET last_delivered_event_id = $2, failing_since = NULL
-             WHERE id = $1 AND $2::bigint IS NOT NULL AND failing_since IS NOT NULL)`;
+const ACK = `done AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id <= $2),
+  moved AS (UPDATE webhook_endpoints
+               SET last_delivered_event_id = greatest(last_delivered_event_id, $2), failing_since = NULL
+             WHERE id = $1 AND $2::bigint IS NOT NULL)`;
 
 /** Every query on webhook_deliveries and the queue's position. */
 @Injectable()
@@ -110,8 +107,8 @@ export class WebhookDeliveriesRepository {
   /**
    * Records the 2xx of `delivered` (if any), and tells whether `eventId` is still to be sent:
    * the endpoint is there and has not answered 410, and the event is queued (not erased).
-   * Undefined when the endpoint is deleted. One statement: a sender makes it before each
-   * attempt but the first of a batch `next` has just read.
+   * Undefined when the endpoint is deleted. One statement: a sender makes it before an attempt
+   * when it cannot trust what it read (nothing tells it of erasures: see WebhookQueueWatch).
    */
   async stillQueued(
     endpointId: string,
@@ -120,7 +117,7 @@ export class WebhookDeliveriesRepository {
   ): Promise<boolean | undefined> {
     const [row] = await this.sql.query<{ queued: boolean }>({
       name: 'webhook-still-queued',
-      text: `WITH ${ACK_WITHIN_BATCH}
+      text: `WITH ${ACK}
              SELECT w.gone_at IS NULL AND EXISTS (SELECT 1 FROM webhook_deliveries d
                                                    WHERE d.endpoint_id = w.id AND d.event_id = $3) AS queued
                FROM webhook_endpoints w WHERE w.id = $1`,
@@ -129,24 +126,44 @@ export class WebhookDeliveriesRepository {
     return row?.queued;
   }
 
-  /** Records the 2xx of `eventId`. */
-  async delivered(endpointId: string, eventId: string): Promise<void> {
+  /**
+   * Records the 2xx of each `[endpointId, eventId]` (and so of every event before it, for
+   * that endpoint), in one statement.
+   */
+  async delivered(acks: readonly (readonly [string, string])[]): Promise<void> {
+    const sorted = [...acks].sort(([a], [b]) => Number(BigInt(a) - BigInt(b)));
     await this.sql.query({
       name: 'webhook-delivered',
-      text: `WITH ${ACK} SELECT 1`,
-      values: [endpointId, eventId],
+      text: `WITH acked AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS a(endpoint_id, event_id)),
+               done AS (DELETE FROM webhook_deliveries d USING acked a
+                         WHERE d.endpoint_id = a.endpoint_id AND d.event_id <= a.event_id)
+             UPDATE webhook_endpoints w
+                SET last_delivered_event_id = greatest(w.last_delivered_event_id, a.event_id),
+                    failing_since = NULL
+               FROM acked a WHERE w.id = a.endpoint_id`,
+      values: [sorted.map(([endpointId]) => endpointId), sorted.map(([, eventId]) => eventId)],
     });
   }
 
-  /** An attempt at `at` got no 2xx; with `gone` (a 410), nothing more is sent. */
-  async failed(endpointId: string, at: Date, gone: boolean): Promise<void> {
+  /**
+   * Records the 2xx of `delivered` (if any), then that an attempt at `at` got none; with
+   * `gone` (a 410), nothing more is sent.
+   */
+  async failed(
+    endpointId: string,
+    delivered: string | null,
+    at: Date,
+    gone: boolean,
+  ): Promise<void> {
     await this.sql.query({
       name: 'webhook-failed',
-      text: `UPDATE webhook_endpoints
-                SET failing_since = coalesce(failing_since, $2),
-                    gone_at = CASE WHEN $3 THEN $2 ELSE gone_at END
+      text: `WITH done AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id <= $2)
+             UPDATE webhook_endpoints
+                SET last_delivered_event_id = greatest(last_delivered_event_id, $2),
+                    failing_since = coalesce(CASE WHEN $2::bigint IS NULL THEN failing_since END, $3),
+                    gone_at = CASE WHEN $4 THEN $3 ELSE gone_at END
               WHERE id = $1`,
-      values: [endpointId, at, gone],
+      values: [endpointId, delivered, at, gone],
     });
   }
 }

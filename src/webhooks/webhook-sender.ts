@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { setTimeout as delay } from 'node:timers/promises';
+import { setImmediate, setTimeout as delay } from 'node:timers/promises';
 import { attemptDelivery, SenderAgents, type AttemptOutcome } from './webhook-attempt.js';
+import type { WebhookAcks } from './webhook-acks.js';
 import { retryDelayMs } from './webhook-backoff.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import type {
@@ -15,10 +16,13 @@ export type DeliveryOutcome = 'delivered' | 'rejected' | 'gone' | 'timeout' | 'e
 
 export interface SenderDeps {
   deliveries: WebhookDeliveriesRepository;
+  acks: WebhookAcks;
   allowPrivateTargets: boolean;
   pollMs: number;
   resolve?: Resolve;
   attempted(outcome: DeliveryOutcome): void;
+  /** WebhookQueueWatch.stamp: what was read is trusted while it is unchanged. */
+  stamp(): number | undefined;
 }
 
 /** "Deliveries may have been queued": a sender that found none waits for this, or the poll. */
@@ -52,17 +56,18 @@ export class SenderWake {
   }
 }
 
-/** Queued events read at once: the first is sent at once, each next one after a check. */
+/** Queued events read at once. */
 const BATCH = 100;
 
 /**
  * The deliveries of one endpoint, while this instance holds its lease: the oldest queued
  * event, attempted until it gets a 2xx, retried with back-off otherwise, then the next one:
- * in id order, one at a time. Events are read a batch at a time; before each attempt but the
- * first of a batch, one statement records the previous 2xx and checks the endpoint and the
- * event are still there (a DELETE, a 410 or an erasure since the read stops it). Ends when
- * `signal` aborts (the lease lost, the endpoint deleted here, shutdown) or the endpoint is
- * found deleted.
+ * in id order, one at a time. Events are read a batch at a time, and the read is trusted
+ * until WebhookQueueWatch's stamp changes (an erasure, a deletion of the endpoint, anywhere):
+ * then the batch is read again. While nothing watches (no stamp), one statement before each
+ * attempt but the first of a batch checks the endpoint and the event are still there. 2xx are
+ * recorded by WebhookAcks; a failure at once, and the batch is read again before the retry. Ends when `signal` aborts (the lease lost, the
+ * endpoint deleted here, shutdown) or the endpoint is found deleted.
  */
 export async function runSender(
   endpointId: string,
@@ -71,31 +76,38 @@ export async function runSender(
   signal: AbortSignal,
 ): Promise<void> {
   const logger = new Logger('Webhooks');
+  const warn = (message: string) => logger.warn(message);
   const agents = new SenderAgents();
+  const { acks } = deps;
   let endpoint: SenderEndpoint | undefined;
   let batch: StoredNameEvent[] = [];
-  /** Got its 2xx, not recorded yet: the next statement records it. */
-  let delivered: string | null = null;
-  /** The batch's first event was just read: no check before its first attempt. */
-  let fresh = false;
+  /** The watch's stamp when the batch was read (undefined: nothing watches). */
+  let readAt: number | undefined;
+  /** batch[0] was checked (just read, or checked since): no statement before its attempt. */
+  let checked = false;
   let failures = 0;
   try {
     while (!signal.aborted) {
+      let delivered: string | null = null;
       try {
+        // What became readable with the last answer (a notification of the watch) goes first.
+        await setImmediate();
+        if (batch.length > 0 && readAt !== undefined && readAt !== deps.stamp()) batch = [];
         if (batch.length === 0) {
           wake.look();
+          readAt = deps.stamp();
+          delivered = await acks.take(endpointId);
           const next = await deps.deliveries.next(endpointId, delivered, BATCH);
-          delivered = null;
           if (!next) return;
           ({ endpoint, events: batch } = next);
           if (endpoint.gone) batch = [];
-          fresh = true;
+          checked = true;
           if (batch.length === 0) await wake.wait(deps.pollMs, signal);
           continue;
         }
-        if (!fresh) {
+        if (!checked && readAt === undefined) {
+          delivered = await acks.take(endpointId);
           const queued = await deps.deliveries.stillQueued(endpointId, delivered, batch[0].id);
-          delivered = null;
           if (queued === undefined) return;
           if (!queued) {
             batch = [];
@@ -103,11 +115,12 @@ export async function runSender(
           }
         }
       } catch (error) {
-        logger.warn(`Endpoint ${endpointId}: ${(error as Error).message}`);
+        acks.untake(endpointId, delivered);
+        warn(`Endpoint ${endpointId}: ${(error as Error).message}`);
         await pause(deps.pollMs, signal);
         continue;
       }
-      fresh = false;
+      checked = false;
       const event = batch[0];
       const at = new Date();
       const outcome = await attempt(endpoint!, event, at, deps, agents, signal);
@@ -117,28 +130,27 @@ export async function runSender(
       deps.attempted(kind);
       if (kind === 'delivered') {
         failures = 0;
-        delivered = event.id;
+        acks.delivered(endpointId, event.id);
         batch.shift();
         continue;
       }
+      const unrecorded = await acks.take(endpointId);
       await deps.deliveries
-        .failed(endpointId, at, kind === 'gone')
-        .catch((error: Error) => logger.warn(`Endpoint ${endpointId}: ${error.message}`));
-      if (kind === 'gone') {
-        batch = [];
-        continue;
-      }
+        .failed(endpointId, unrecorded, at, kind === 'gone')
+        .catch((error: Error) => {
+          acks.untake(endpointId, unrecorded);
+          warn(`Endpoint ${endpointId}: ${error.message}`);
+        });
+      // Read again before the retry: what failed may have been erased meanwhile.
+      batch = [];
+      if (kind === 'gone') continue;
       failures += 1;
       const retryAfterMs = outcome.kind === 'answered' ? outcome.retryAfterMs : undefined;
       await pause(retryDelayMs(failures, retryAfterMs), signal);
     }
   } finally {
     agents.destroy();
-    if (delivered !== null) {
-      await deps.deliveries
-        .delivered(endpointId, delivered)
-        .catch((error: Error) => logger.warn(`Endpoint ${endpointId}: ${error.message}`));
-    }
+    await acks.flush(endpointId);
   }
 }
 

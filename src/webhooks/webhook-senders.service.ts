@@ -8,9 +8,11 @@ import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { LeaseCompetition } from '../redis/lease-competition.js';
 import { Leases } from '../redis/leases.js';
+import { WebhookAcks } from './webhook-acks.js';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 import { runSender, SenderWake, type DeliveryOutcome } from './webhook-sender.js';
+import { WebhookQueueWatch } from './webhook-queue-watch.js';
 import { webhooksConfig } from './webhooks.config.js';
 
 interface Sender {
@@ -39,6 +41,8 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly leases: Leases,
     private readonly endpoints: WebhookEndpointsRepository,
     private readonly deliveries: WebhookDeliveriesRepository,
+    private readonly watch: WebhookQueueWatch,
+    private readonly acks: WebhookAcks,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
     metrics: MetricsService,
   ) {
@@ -106,9 +110,11 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
       id,
       {
         deliveries: this.deliveries,
+        acks: this.acks,
         allowPrivateTargets: this.config.allowPrivateTargets,
         pollMs: this.config.pollMs,
         attempted: (outcome: DeliveryOutcome) => this.attempts.inc({ endpoint: id, outcome }),
+        stamp: () => this.watch.stamp(),
       },
       sender.wake,
       signal,

@@ -5,6 +5,7 @@ import { Owns } from '../config/owns.decorator.js';
 import { DatabaseModule } from '../database/database.module.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
 import { RedisModule } from '../redis/redis.module.js';
+import { WebhookAcks } from './webhook-acks.js';
 import { webhooksMigrations } from './migrations/index.js';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { WebhookDelivery, WebhookQueuePosition } from './webhook-delivery.entity.js';
@@ -13,6 +14,7 @@ import { WebhookEndpointsController } from './webhook-endpoints.controller.js';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 import { WebhookEndpointsService } from './webhook-endpoints.service.js';
 import { WebhookEventsConsumer } from './webhook-events.consumer.js';
+import { WebhookQueueWatch } from './webhook-queue-watch.js';
 import { WebhookSenders } from './webhook-senders.service.js';
 import { webhooksConfig } from './webhooks.config.js';
 
@@ -41,6 +43,8 @@ import { webhooksConfig } from './webhooks.config.js';
     WebhookEndpointsService,
     WebhookEndpointsRepository,
     WebhookDeliveriesRepository,
+    WebhookQueueWatch,
+    WebhookAcks,
     WebhookSenders,
     WebhookEventsConsumer,
   ],

@@ -11,7 +11,10 @@ export interface Received {
   json: unknown;
 }
 
-/** How the receiver answers a request: a status (and headers, a body), or not at all. */
+/**
+ * How the receiver answers a request: a status (and headers, a body), not at all, or an
+ * endless body; or any of these once a promise settles (a request held until the test says).
+ */
 export type Answer =
   { status: number; headers?: Record<string, string>; body?: string } | 'hang' | 'endless';
 
@@ -21,7 +24,9 @@ export type Answer =
  */
 export class WebhookReceiver {
   readonly received: Received[] = [];
-  answer: (request: Received, index: number) => Answer = () => ({ status: 204 });
+  answer: (request: Received, index: number) => Answer | Promise<Answer> = () => ({
+    status: 204,
+  });
   private readonly sockets = new Set<Socket>();
   private readonly hanging = new Set<ServerResponse>();
 
@@ -75,23 +80,26 @@ export class WebhookReceiver {
       );
       const received = { method: req.method!, path: req.url!, headers, body, json };
       const index = this.received.push(received) - 1;
-      const answer = this.answer(received, index);
-      if (answer === 'hang') {
-        this.hanging.add(res);
-        return;
-      }
-      if (answer === 'endless') {
-        res.writeHead(200, { 'content-type': 'text/plain' });
-        const chunk = Buffer.alloc(16 * 1024, 'x');
-        const pump = () => {
-          while (res.write(chunk));
-        };
-        res.on('drain', pump);
-        pump();
-        return;
-      }
-      res.writeHead(answer.status, answer.headers);
-      res.end(answer.body);
+      void Promise.resolve(this.answer(received, index)).then((answer) => this.reply(res, answer));
     });
+  }
+
+  private reply(res: ServerResponse, answer: Answer): void {
+    if (answer === 'hang') {
+      this.hanging.add(res);
+      return;
+    }
+    if (answer === 'endless') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const chunk = Buffer.alloc(16 * 1024, 'x');
+      const pump = () => {
+        while (res.write(chunk));
+      };
+      res.on('drain', pump);
+      pump();
+      return;
+    }
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
   }
 }

@@ -1,4 +1,8 @@
 import { CreateWebhooks1769000000000 } from './1769000000000-create-webhooks.js';
+import { NotifyWebhookQueueChanges1769200000000 } from './1769200000000-notify-webhook-queue-changes.js';
 
 /** The webhooks module's migrations (listed by hand: the same array serves the ts and js builds). */
-export const webhooksMigrations = [CreateWebhooks1769000000000];
+export const webhooksMigrations = [
+  CreateWebhooks1769000000000,
+  NotifyWebhookQueueChanges1769200000000,
+];

@@ -1,0 +1,69 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+
+/**
+ * The 2xx this instance's senders got and have not recorded yet. A sender does not wait for
+ * its 2xx to be recorded before its next attempt: the 2xx of every sender answered in the
+ * same turn of the event loop are recorded by one statement, made while the senders go on
+ * (a 2xx records every event before it). While a statement is under way, the next 2xx wait
+ * for the one after it. A sender that makes a statement of its own (a read, a failure) takes
+ * its unrecorded 2xx into it, after the statement under way: so a failure recorded after a
+ * 2xx is never undone by it.
+ */
+@Injectable()
+export class WebhookAcks {
+  private readonly logger = new Logger('Webhooks');
+  private readonly unrecorded = new Map<string, string>();
+  private recording: Promise<void> = Promise.resolve();
+  private scheduled = false;
+
+  constructor(private readonly deliveries: WebhookDeliveriesRepository) {}
+
+  /** `eventId` got its 2xx from `endpointId`: recorded after this turn's other answers. */
+  delivered(endpointId: string, eventId: string): void {
+    this.unrecorded.set(endpointId, eventId);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.recording = this.recording.then(() => this.record());
+    });
+  }
+
+  /** The endpoint's 2xx not recorded yet (null if none), for a statement of its sender's. */
+  async take(endpointId: string): Promise<string | null> {
+    await this.recording;
+    const eventId = this.unrecorded.get(endpointId) ?? null;
+    this.unrecorded.delete(endpointId);
+    return eventId;
+  }
+
+  /** Gives back what `take` gave when the statement that was to record it failed. */
+  untake(endpointId: string, eventId: string | null): void {
+    if (eventId !== null && !this.unrecorded.has(endpointId)) {
+      this.unrecorded.set(endpointId, eventId);
+    }
+  }
+
+  /** Records the endpoint's 2xx not recorded yet (its sender stops). */
+  async flush(endpointId: string): Promise<void> {
+    const eventId = await this.take(endpointId);
+    if (eventId === null) return;
+    await this.deliveries
+      .delivered([[endpointId, eventId]])
+      .catch((error: Error) => this.logger.warn(`Endpoint ${endpointId}: ${error.message}`));
+  }
+
+  private async record(): Promise<void> {
+    if (this.unrecorded.size === 0) return;
+    const acks = [...this.unrecorded];
+    this.unrecorded.clear();
+    try {
+      await this.deliveries.delivered(acks);
+    } catch (error) {
+      // Recorded by the next statement instead (or covered by a later 2xx).
+      for (const [endpointId, eventId] of acks) this.untake(endpointId, eventId);
+      this.logger.warn(`Could not record deliveries: ${(error as Error).message}`);
+    }
+  }
+}
