@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { setImmediate, setTimeout as delay } from 'node:timers/promises';
-import { attemptDelivery, SenderAgents, type AttemptOutcome } from './webhook-attempt.js';
+import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
 import type { WebhookAcks } from './webhook-acks.js';
 import { retryDelayMs } from './webhook-backoff.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
@@ -77,7 +77,7 @@ export async function runSender(
 ): Promise<void> {
   const logger = new Logger('Webhooks');
   const warn = (message: string) => logger.warn(message);
-  const agents = new SenderAgents();
+  const connection = new SenderConnection();
   const { acks } = deps;
   let endpoint: SenderEndpoint | undefined;
   let batch: StoredNameEvent[] = [];
@@ -123,7 +123,7 @@ export async function runSender(
       checked = false;
       const event = batch[0];
       const at = new Date();
-      const outcome = await attempt(endpoint!, event, at, deps, agents, signal);
+      const outcome = await attempt(endpoint!, event, at, deps, connection, signal);
       const kind = outcomeOf(outcome);
       // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
       if (signal.aborted && kind !== 'delivered') return;
@@ -149,7 +149,7 @@ export async function runSender(
       await pause(retryDelayMs(failures, retryAfterMs), signal);
     }
   } finally {
-    agents.destroy();
+    connection.destroy();
     await acks.flush(endpointId);
   }
 }
@@ -159,14 +159,14 @@ async function attempt(
   event: StoredNameEvent,
   at: Date,
   deps: SenderDeps,
-  agents: SenderAgents,
+  connection: SenderConnection,
   signal: AbortSignal,
 ): Promise<AttemptOutcome | { kind: 'refused' }> {
   const url = new URL(endpoint.url);
   try {
     const addresses = await vetTarget(url, deps.allowPrivateTargets, deps.resolve);
     const request = webhookRequest(endpoint.format, event, endpoint.secret, at);
-    return await attemptDelivery(url, addresses, endpoint.format, request, agents, signal);
+    return await attemptDelivery(url, addresses, endpoint.format, request, connection, signal);
   } catch (error) {
     if (error instanceof TargetRefusedError) return { kind: 'refused' };
     return { kind: 'error', message: (error as Error).message };
