@@ -3,8 +3,15 @@ import { eventsOf, uniqueUserId } from './support/events.js';
 import { PROCESS_TIMEOUT_MS, useInstanceProcesses } from './support/instances.js';
 import { metric } from './support/metrics.js';
 import { waitFor } from './support/ports.js';
-import { WebhookReceiver } from './support/webhook-receiver.js';
-import { createEndpoint, deliveries, fieldsOf, store, WEBHOOK_ENV } from './support/webhooks.js';
+import { type Answer, WebhookReceiver } from './support/webhook-receiver.js';
+import {
+  createEndpoint,
+  deliveries,
+  endpointsOf,
+  fieldsOf,
+  store,
+  WEBHOOK_ENV,
+} from './support/webhooks.js';
 
 /** Short leases: a killed sender's endpoint (and the consumer) are taken over in seconds. */
 const ENV = { ...WEBHOOK_ENV, WEBHOOK_LEASE_MS: '3000', CONSUMER_LEASE_MS: '3000' };
@@ -62,6 +69,48 @@ describe('webhooks across instances (node dist/main.js processes)', () => {
       expect(ids).toHaveLength(21);
       expect(ids[base + 3]).toBe(ids[base + 2]);
       expect(await metric(survivor.url, deliveries(id, 'delivered'))).toBe(8);
+    },
+    PROCESS_TIMEOUT_MS,
+  );
+
+  it(
+    'an endpoint deleted through another instance gets nothing more once the DELETE is answered, even what its sender had read',
+    async () => {
+      const [a, b] = [await processes.start(ENV), await processes.start(ENV)];
+      const deleted = await WebhookReceiver.start();
+      try {
+        // Refused until the queue holds three more: the retry reads the four at once, and is held.
+        let release!: () => void;
+        const held = new Promise<Answer>((resolve) => (release = () => resolve({ status: 204 })));
+        deleted.answer = (_request, index) => (index === 0 ? { status: 503 } : held);
+        const { id } = await createEndpoint(a.url, { url: deleted.url });
+        const next = eventsOf(uniqueUserId('webhooks'));
+        await store(a.url, next());
+        await waitFor('the first refused', () => deleted.received.length >= 1);
+        for (let i = 0; i < 3; i++) await store(a.url, next());
+        await waitFor('the retry held', () => deleted.received.length >= 2, { timeoutMs: 10_000 });
+        const refusedBy = [
+          await metric(a.url, deliveries(id, 'rejected')),
+          await metric(b.url, deliveries(id, 'rejected')),
+        ];
+        const other = refusedBy[0] === 1 ? b : a;
+
+        expect((await endpointsOf(other.url).delete(id)).status).toBe(200);
+        release();
+        // A sentinel endpoint created after the DELETE gets an event stored after it: by then
+        // the deleted one's sender has had every chance to send what it had read.
+        const sentinel = await WebhookReceiver.start();
+        try {
+          await createEndpoint(other.url, { url: sentinel.url });
+          await store(other.url, next());
+          await waitFor('the sentinel', () => sentinel.received.length >= 1, { timeoutMs: 20_000 });
+          expect(deleted.received).toHaveLength(2);
+        } finally {
+          await sentinel.close();
+        }
+      } finally {
+        await deleted.close();
+      }
     },
     PROCESS_TIMEOUT_MS,
   );
