@@ -12,12 +12,20 @@ if left > 0 then redis.call('decr', KEYS[2]) end
 redis.call('set', KEYS[1], '1', 'PX', ARGV[1])
 return {1, left - 1}`;
 
+// KEYS: the day's budget. ARGV: the session starts left, as a login read them; until the reset.
+// Only ever lowers the count: a login that read it before another instance's identify must
+// not give that identify back. The key ends at the reset, and the next login sets it anew.
+const SESSION_STARTS = `local left = redis.call('get', KEYS[1])
+if left and tonumber(left) <= tonumber(ARGV[1]) then return 0 end
+redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`;
+
 /**
  * The identify limits across every instance, in Redis: a key per bucket
  * (`{<prefix>:detector}:identify:<bucket>`, set for 5 s by the identify that takes the
  * turn) and the day's session starts left (`…:session-starts`, set from each login's
- * GET /gateway/bot, which counts every instance's identifies, and counted down by each
- * identify until then). One script takes a turn, so no number of instances exceeds them.
+ * GET /gateway/bot, which counts every instance's identifies, never raised by it, and counted
+ * down by each identify until then). One script takes a turn, so no number of instances exceeds them.
  */
 export class RedisIdentifyGate extends IdentifyGate {
   constructor(
@@ -30,10 +38,11 @@ export class RedisIdentifyGate extends IdentifyGate {
 
   override async configure(limit: APIGatewaySessionStartLimit): Promise<void> {
     await super.configure(limit);
-    await this.redis.set(
+    await this.redis.eval(
+      SESSION_STARTS,
+      1,
       `${this.keyBase}:session-starts`,
       limit.remaining,
-      'PX',
       Math.max(1, limit.reset_after),
     );
   }
