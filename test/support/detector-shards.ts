@@ -72,12 +72,13 @@ export function useShardedDetector(world: () => FakeDiscordOptions) {
     get apps(): readonly TestApp[] {
       return apps;
     },
-    start: async () => {
+    start: async (env: Record<string, string> = {}) => {
       const app = await startApp({
         ...redisEnv(db.url, prefix),
         DISCORD_TOKEN: TEST_DISCORD_TOKEN,
         DISCORD_API_URL: discord.apiUrl,
         DETECTOR_LEASE_MS: String(SHARD_LEASE_MS),
+        ...env,
       });
       apps.push(app);
       return app;

@@ -15,8 +15,10 @@ export interface RestState {
   readonly refuse?: 'token' | 'intents';
   /** The address GET /gateway/bot names. */
   readonly advertisedGatewayUrl: string;
-  readonly shardCount: number;
   readonly maxConcurrency: number;
+  /** What GET /gateway/bot recommends. */
+  readonly recommendedShardCount: number;
+  readonly sessionStarts: { remaining: number; resetAfterMs: number };
 }
 
 /**
@@ -49,11 +51,11 @@ export function answerRest(
   }
   reply(200, {
     url: state.advertisedGatewayUrl,
-    shards: state.shardCount,
+    shards: state.recommendedShardCount,
     session_start_limit: {
       total: 1000,
-      remaining: 999,
-      reset_after: 14_400_000,
+      remaining: state.sessionStarts.remaining,
+      reset_after: state.sessionStarts.resetAfterMs,
       max_concurrency: state.maxConcurrency,
     },
   });

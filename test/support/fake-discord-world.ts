@@ -78,6 +78,13 @@ export interface FakeDiscordOptions {
   shardCount?: number;
   /** The session start limit's `max_concurrency`. Default 16: shards identify together. */
   maxConcurrency?: number;
+  /**
+   * The shard count GET /gateway/bot recommends when it is not the one the gateway takes
+   * (`shardCount`: a bot that sets its own count). Default: `shardCount`.
+   */
+  recommendedShardCount?: number;
+  /** The session starts left today, and when they reset. Default 999, in 4 h. */
+  sessionStarts?: { remaining: number; resetAfterMs: number };
   /** HELLO's `heartbeat_interval`, in ms. Default 2,000. */
   heartbeatIntervalMs?: number;
   /** How long a server's member list may not be asked for again. Default 0 (no limit). */

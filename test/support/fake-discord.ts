@@ -38,12 +38,15 @@ export type { RestRequest } from './fake-discord-rest.js';
 
 export class FakeDiscord extends FakeGateway implements RestState {
   readonly rest: RestRequest[] = [];
+  /** When the day's session starts reset (epoch ms). */
+  readonly sessionStartsResetAt: number;
   private readonly members: MemberRequests;
 
   /** Not listening yet: `listen()` (or `FakeDiscord.start`). */
   constructor(world: FakeDiscordOptions) {
     super(world, http.createServer());
     this.members = new MemberRequests(world.memberRequestWindowMs ?? 0, this.breaches);
+    this.sessionStartsResetAt = Date.now() + (world.sessionStarts?.resetAfterMs ?? 14_400_000);
     this.server.on('request', (request, response) => answerRest(this, request, response));
   }
 
@@ -71,6 +74,21 @@ export class FakeDiscord extends FakeGateway implements RestState {
 
   get advertisedGatewayUrl(): string {
     return this.world.advertisedGatewayUrl ?? this.gatewayUrl;
+  }
+
+  get recommendedShardCount(): number {
+    return this.world.recommendedShardCount ?? this.shardCount;
+  }
+
+  /**
+   * The session starts left, as Discord counts them: the world's, less every IDENTIFY since,
+   * until `sessionStartsResetAt`; then a new day's thousand.
+   */
+  get sessionStarts(): { remaining: number; resetAfterMs: number } {
+    const untilReset = this.sessionStartsResetAt - Date.now();
+    if (untilReset <= 0) return { remaining: 1000, resetAfterMs: 86_400_000 };
+    const remaining = this.world.sessionStarts?.remaining ?? 999;
+    return { remaining: Math.max(0, remaining - this.identifies.length), resetAfterMs: untilReset };
   }
 
   /** Every REQUEST_GUILD_MEMBERS, with its answer. */
