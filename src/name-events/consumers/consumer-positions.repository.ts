@@ -1,6 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { SqlService } from '../../database/sql.service.js';
 
+/** The consumer's position was moved by another instance since this one read it. */
+export class PositionMovedError extends Error {
+  override readonly name = 'PositionMovedError';
+
+  constructor(consumer: string) {
+    super(`Consumer ${consumer}: its position was moved by another instance`);
+  }
+}
+
 /** Where each consumer of the event log is: the id of the last event it handled. */
 @Injectable()
 export class ConsumerPositionsRepository {
@@ -35,12 +44,19 @@ export class ConsumerPositionsRepository {
     return row.position;
   }
 
-  async save(name: string, position: string): Promise<void> {
-    await this.sql.query({
-      name: 'save-consumer-position',
-      text: 'UPDATE name_event_consumers SET position = $2, updated_at = now() WHERE name = $1',
-      values: [name, position],
+  /**
+   * Moves the consumer's position from `from` to `to`; throws PositionMovedError when it is
+   * no longer at `from` (another instance moved it: this one lost the lease). Waits for a
+   * transaction that holds the row, then looks again.
+   */
+  async move(name: string, from: string, to: string): Promise<void> {
+    const { rowCount } = await this.sql.execute({
+      name: 'move-consumer-position',
+      text: `UPDATE name_event_consumers SET position = $3, updated_at = now()
+              WHERE name = $1 AND position = $2`,
+      values: [name, from, to],
     });
+    if (rowCount !== 1) throw new PositionMovedError(name);
   }
 
   /**

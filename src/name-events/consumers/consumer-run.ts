@@ -8,6 +8,8 @@ import type {
   NameEventHandler,
 } from './name-event-consumer.decorator.js';
 
+/** Woken once caught up, a consumer waits this long before it reads, gathering a batch. */
+export const GATHER_MS = 10;
 /** Back-off after a failed batch: 1 s, doubling, up to a minute. */
 const RETRY_FIRST_MS = 1_000;
 const RETRY_MAX_MS = 60_000;
@@ -30,7 +32,9 @@ export interface ConsumerRunDeps {
 
 /**
  * One consumer, while this instance holds its lease: reads the events after its position,
- * hands them to the handler and moves the position, in one transaction, batch after batch,
+ * hands them to the handler and moves the position, in one transaction, batch after batch
+ * (the position is read and locked at first and after a failure; then the run knows it, and
+ * each move checks it is still where the run left it),
  * until there is nothing left; then waits to be woken (or for the poll). Ends when `signal`
  * aborts (the lease lost, or shutdown).
  */
@@ -43,25 +47,35 @@ export async function runConsumer(
 ): Promise<void> {
   const logger = new Logger('Consumers');
   let failures = 0;
+  /** The position as this run last stored it; read (locked) again after a failure. */
+  let known: string | undefined;
   while (!signal.aborted) {
     try {
       deps.reading();
       const batch = await deps.sql.transaction(async () => {
-        const position = await deps.positions.lock(name, from);
+        const position = known ?? (await deps.positions.lock(name, from));
         // The lease was lost while waiting for the row: whoever holds it now has it.
         if (signal.aborted) return [];
         const events = await deps.events.findOldestAfterId(position, batchSize);
         if (events.length === 0) return [];
         await handler.handle(events);
-        await deps.positions.save(name, events[events.length - 1].id);
+        // Only from where this run stored it: another holder's move undoes this batch.
+        await deps.positions.move(name, position, events[events.length - 1].id);
         return events;
       });
       const count = batch.length;
+      if (count > 0) known = batch[count - 1].id;
       if (count > 0) handler.committed?.(batch);
       failures = 0;
       deps.handled(count);
-      if (count < batchSize) await deps.nextWake(pollMs, signal);
+      if (count < batchSize) {
+        await deps.nextWake(pollMs, signal);
+        // Let a few more arrive: a batch per publish would cost the publish path's event loop
+        // a transaction per publish.
+        await delay(GATHER_MS, undefined, { signal }).catch(() => undefined);
+      }
     } catch (error) {
+      known = undefined;
       failures += 1;
       deps.failed(error);
       const wait = Math.min(RETRY_FIRST_MS * 2 ** (failures - 1), RETRY_MAX_MS);
