@@ -1,11 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 
+/** A 2xx is recorded this long after it came, with those that came meanwhile. */
+export const ACK_GATHER_MS = 10;
+
 /**
  * The 2xx this instance's senders got and have not recorded yet. A sender does not wait for
- * its 2xx to be recorded before its next attempt: the 2xx of every sender answered in the
- * same turn of the event loop are recorded by one statement, made while the senders go on
- * (a 2xx records every event before it). While a statement is under way, the next 2xx wait
+ * its 2xx to be recorded before its next attempt: the 2xx every sender got within
+ * ACK_GATHER_MS are recorded by one statement, made while the senders go on (a 2xx records
+ * every event before it). While a statement is under way, the next 2xx wait
  * for the one after it. A sender that makes a statement of its own (a read, a failure) takes
  * its unrecorded 2xx into it, after the statement under way: so a failure recorded after a
  * 2xx is never undone by it.
@@ -19,15 +22,15 @@ export class WebhookAcks {
 
   constructor(private readonly deliveries: WebhookDeliveriesRepository) {}
 
-  /** `eventId` got its 2xx from `endpointId`: recorded after this turn's other answers. */
+  /** `eventId` got its 2xx from `endpointId`: recorded within ACK_GATHER_MS. */
   delivered(endpointId: string, eventId: string): void {
     this.unrecorded.set(endpointId, eventId);
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => {
+    setTimeout(() => {
       this.scheduled = false;
       this.recording = this.recording.then(() => this.record());
-    });
+    }, ACK_GATHER_MS);
   }
 
   /** The endpoint's 2xx not recorded yet (null if none), for a statement of its sender's. */
