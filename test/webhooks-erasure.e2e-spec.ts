@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { useApp } from './support/app.js';
-import { nameEvent, uniqueUserId } from './support/events.js';
+import { nameEvent, type NameEventBody, uniqueUserId } from './support/events.js';
 import { waitFor } from './support/ports.js';
 import { admin } from './support/privacy.js';
 import { type Answer, WebhookReceiver } from './support/webhook-receiver.js';
@@ -54,6 +54,25 @@ describe('webhooks and what is erased or deleted', () => {
         (d, i, all) => all.findIndex((o) => o.name === d.name && o.userId === d.userId) === i,
       );
 
+  /** Two events of a user to erase, and one kept between them, queued behind the blocker. */
+  const queueBehind = async (id: string) => {
+    const userId = uniqueUserId('erased');
+    const kept = nameEvent();
+    await storeAll(fx.url, [nameEvent({ userId }), kept, nameEvent({ userId, name: 'again' })]);
+    await waitFor('4 pending', async () => (await pendingOf(id)) === 4);
+    return { userId, kept };
+  };
+  /** A sentinel stored last arrives after exactly `sent` (and nothing is left pending). */
+  const expectSentThenSentinel = async (id: string, sent: NameEventBody[]) => {
+    const sentinel = nameEvent();
+    await store(fx.url, sentinel);
+    await waitFor('the sentinel', () => receiver.data.some((d) => d.userId === sentinel.userId), {
+      timeoutMs: 20_000,
+    });
+    expect(delivered()).toEqual([...sent, sentinel].map(fieldsOf));
+    await waitFor('nothing pending', async () => (await pendingOf(id)) === 0);
+  };
+
   it.each([
     ['erased', 'DELETE', 'prevnames'],
     ['opted out', 'PUT', 'opt-out'],
@@ -61,31 +80,19 @@ describe('webhooks and what is erased or deleted', () => {
     'never sends the undelivered events of a user %s',
     async (_what, method, path) => {
       const { id, blocker, open } = await blockedEndpoint();
-      const userId = uniqueUserId('erased');
-      const kept = nameEvent();
-      await storeAll(fx.url, [nameEvent({ userId }), kept, nameEvent({ userId, name: 'again' })]);
-      await waitFor('4 pending', async () => (await pendingOf(id)) === 4);
+      const { userId, kept } = await queueBehind(id);
 
       expect((await admin(fx.url, method, `${userId}/${path}`)).status).toBe(200);
       expect(await pendingOf(id)).toBe(2);
       open();
-      const sentinel = nameEvent();
-      await store(fx.url, sentinel);
-      await waitFor('the sentinel', () => receiver.data.some((d) => d.userId === sentinel.userId), {
-        timeoutMs: 20_000,
-      });
-      expect(delivered()).toEqual([blocker, kept, sentinel].map(fieldsOf));
-      await waitFor('nothing pending', async () => (await pendingOf(id)) === 0);
+      await expectSentThenSentinel(id, [blocker, kept]);
     },
     30_000,
   );
 
   it('never sends the events of a user erased while an attempt before them is under way', async () => {
     const { id, blocker } = await blockedEndpoint();
-    const userId = uniqueUserId('erased');
-    const kept = nameEvent();
-    await storeAll(fx.url, [nameEvent({ userId }), kept, nameEvent({ userId, name: 'again' })]);
-    await waitFor('4 pending', async () => (await pendingOf(id)) === 4);
+    const { userId, kept } = await queueBehind(id);
     // The blocker's retry (read with the three behind it) is held until the erasure is answered.
     let release!: () => void;
     const held = new Promise<Answer>((resolve) => (release = () => resolve({ status: 200 })));
@@ -97,13 +104,7 @@ describe('webhooks and what is erased or deleted', () => {
 
     expect((await admin(fx.url, 'DELETE', `${userId}/prevnames`)).status).toBe(200);
     release();
-    const sentinel = nameEvent();
-    await store(fx.url, sentinel);
-    await waitFor('the sentinel', () => receiver.data.some((d) => d.userId === sentinel.userId), {
-      timeoutMs: 20_000,
-    });
-    expect(delivered()).toEqual([blocker, kept, sentinel].map(fieldsOf));
-    await waitFor('nothing pending', async () => (await pendingOf(id)) === 0);
+    await expectSentThenSentinel(id, [blocker, kept]);
   });
 
   it('sends nothing more to an endpoint once its DELETE is answered', async () => {
