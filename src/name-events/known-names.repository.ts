@@ -22,14 +22,21 @@ export interface KnownNameValue extends KnownNameKey {
 export class KnownNamesRepository {
   constructor(private readonly sql: SqlService) {}
 
-  /** The known names among `keys` (absent: never seen). */
+  /**
+   * The known names among `keys` (absent: never seen). One primary-key lookup per key,
+   * whatever the table's statistics say: the LIMIT keeps the lateral subquery from being
+   * flattened into a join, for which a table growing from empty (statistics not yet taken)
+   * got a hash join over the whole table, once per batch.
+   */
   async findMany(keys: readonly KnownNameKey[]): Promise<KnownNameValue[]> {
     if (keys.length === 0) return [];
     const rows = await this.sql.query<KnownNameValue>(
       `SELECT k.user_id AS "userId", k.field, k.guild_id AS "guildId", k.name, k.seen_at AS "seenAt"
-         FROM known_names k
-         JOIN unnest($1::text[], $2::text[], $3::text[]) AS wanted(user_id, field, guild_id)
-        USING (user_id, field, guild_id)`,
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS wanted(user_id, field, guild_id)
+        CROSS JOIN LATERAL (
+              SELECT * FROM known_names n
+               WHERE (n.user_id, n.field, n.guild_id) = (wanted.user_id, wanted.field, wanted.guild_id)
+               LIMIT 1) k`,
       columnsOf(keys),
     );
     return rows.map((row) => ({ ...row, seenAt: new Date(row.seenAt) }));
