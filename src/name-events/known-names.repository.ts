@@ -44,9 +44,33 @@ export class KnownNamesRepository {
 
   /**
    * Stores each value unless a newer one is stored already (an instance that lost the lease
-   * may still be writing what it saw before the one that took over).
+   * may still be writing what it saw before the one that took over). `found`: what findMany
+   * returned in this transaction, under the detect lock (NameEventLocks), the only writer:
+   * a key not among them is inserted plainly, without the upsert's conflict handling (most
+   * of the cost of a first sighting). Should one be there after all, the statement fails and
+   * the transaction with it, for the caller to retry.
    */
-  async saveMany(values: readonly KnownNameValue[]): Promise<void> {
+  async saveMany(
+    values: readonly KnownNameValue[],
+    found?: readonly KnownNameKey[],
+  ): Promise<void> {
+    if (!found) return this.upsert(values);
+    const stored = new Set(found.map(keyOf));
+    const fresh = values.filter((v) => !stored.has(keyOf(v)));
+    await this.insert(fresh);
+    if (fresh.length < values.length) await this.upsert(values.filter((v) => stored.has(keyOf(v))));
+  }
+
+  private async insert(values: readonly KnownNameValue[]): Promise<void> {
+    if (values.length === 0) return;
+    await this.sql.query(
+      `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])`,
+      [...columnsOf(values), values.map((v) => v.name), values.map((v) => v.seenAt.toISOString())],
+    );
+  }
+
+  private async upsert(values: readonly KnownNameValue[]): Promise<void> {
     if (values.length === 0) return;
     await this.sql.query(
       `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
@@ -62,6 +86,10 @@ export class KnownNamesRepository {
   async deleteOfUser(userId: string): Promise<void> {
     await this.sql.query('DELETE FROM known_names WHERE user_id = $1', [userId]);
   }
+}
+
+function keyOf({ userId, field, guildId }: KnownNameKey): string {
+  return `${userId}\u0000${field}\u0000${guildId}`;
 }
 
 function columnsOf(keys: readonly KnownNameKey[]): string[][] {
