@@ -66,7 +66,7 @@ export class KnownNamesRepository {
     await this.sql.query(
       `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])`,
-      [...columnsOf(values), values.map((v) => v.name), values.map((v) => v.seenAt.toISOString())],
+      [...columnsOf(values), values.map((v) => v.name), seenAtColumn(values)],
     );
   }
 
@@ -78,7 +78,7 @@ export class KnownNamesRepository {
        ON CONFLICT (user_id, field, guild_id) DO UPDATE
           SET name = EXCLUDED.name, seen_at = EXCLUDED.seen_at
         WHERE known_names.seen_at <= EXCLUDED.seen_at`,
-      [...columnsOf(values), values.map((v) => v.name), values.map((v) => v.seenAt.toISOString())],
+      [...columnsOf(values), values.map((v) => v.name), seenAtColumn(values)],
     );
   }
 
@@ -90,6 +90,19 @@ export class KnownNamesRepository {
 
 function keyOf({ userId, field, guildId }: KnownNameKey): string {
   return `${userId}\u0000${field}\u0000${guildId}`;
+}
+
+/** Each value's seen_at, in ISO form: formatted once per run of values seen at the same time. */
+function seenAtColumn(values: readonly KnownNameValue[]): string[] {
+  let last: number | undefined;
+  let iso = '';
+  return values.map(({ seenAt }) => {
+    if (seenAt.getTime() !== last) {
+      last = seenAt.getTime();
+      iso = seenAt.toISOString();
+    }
+    return iso;
+  });
 }
 
 function columnsOf(keys: readonly KnownNameKey[]): string[][] {
