@@ -4,6 +4,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ClientBase, QueryConfig, QueryResultRow } from 'pg';
 import { DataSource } from 'typeorm';
 
+// Parameter formats for the statements of every repository.
+export { textArray } from './text-array.js';
+
 /** The database could not be reached, or failed a statement it should not have. */
 export class StorageUnavailableError extends Error {
   override readonly name = 'StorageUnavailableError';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
+import { SqlService, textArray } from '../database/sql.service.js';
 import type { KnownNameField } from './known-name.entity.js';
 
 /** Identifies one known name: `guildId` is '' for a user's own names. */
@@ -66,7 +66,7 @@ export class KnownNamesRepository {
     await this.sql.query(
       `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])`,
-      [...columnsOf(values), values.map((v) => v.name), seenAtColumn(values)],
+      [...columnsOf(values), textArray(values.map((v) => v.name)), seenAtColumn(values)],
     );
   }
 
@@ -78,7 +78,7 @@ export class KnownNamesRepository {
        ON CONFLICT (user_id, field, guild_id) DO UPDATE
           SET name = EXCLUDED.name, seen_at = EXCLUDED.seen_at
         WHERE known_names.seen_at <= EXCLUDED.seen_at`,
-      [...columnsOf(values), values.map((v) => v.name), seenAtColumn(values)],
+      [...columnsOf(values), textArray(values.map((v) => v.name)), seenAtColumn(values)],
     );
   }
 
@@ -93,18 +93,24 @@ function keyOf({ userId, field, guildId }: KnownNameKey): string {
 }
 
 /** Each value's seen_at, in ISO form: formatted once per run of values seen at the same time. */
-function seenAtColumn(values: readonly KnownNameValue[]): string[] {
+function seenAtColumn(values: readonly KnownNameValue[]): string {
   let last: number | undefined;
   let iso = '';
-  return values.map(({ seenAt }) => {
-    if (seenAt.getTime() !== last) {
-      last = seenAt.getTime();
-      iso = seenAt.toISOString();
-    }
-    return iso;
-  });
+  return textArray(
+    values.map(({ seenAt }) => {
+      if (seenAt.getTime() !== last) {
+        last = seenAt.getTime();
+        iso = seenAt.toISOString();
+      }
+      return iso;
+    }),
+  );
 }
 
-function columnsOf(keys: readonly KnownNameKey[]): string[][] {
-  return [keys.map((k) => k.userId), keys.map((k) => k.field), keys.map((k) => k.guildId)];
+function columnsOf(keys: readonly KnownNameKey[]): string[] {
+  return [
+    textArray(keys.map((k) => k.userId)),
+    textArray(keys.map((k) => k.field)),
+    textArray(keys.map((k) => k.guildId)),
+  ];
 }
