@@ -152,7 +152,7 @@ export class DetectorOutbox {
           }
           const known = await this.knownNames.findMany(knownNameKeys(observations));
           comparison = withoutUsers(compareWithKnown(observations, known), optedOut);
-          await this.knownNames.saveMany(comparison.updates);
+          await this.knownNames.saveMany(comparison.updates, known);
           return comparison.changes.map(withoutSource);
         });
         this.report(batch, (committed ?? comparison)!, outcomes);

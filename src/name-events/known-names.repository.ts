@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
+import { copyText, SqlService, textArray } from '../database/sql.service.js';
 import type { KnownNameField } from './known-name.entity.js';
 
 /** Identifies one known name: `guildId` is '' for a user's own names. */
@@ -22,14 +22,21 @@ export interface KnownNameValue extends KnownNameKey {
 export class KnownNamesRepository {
   constructor(private readonly sql: SqlService) {}
 
-  /** The known names among `keys` (absent: never seen). */
+  /**
+   * The known names among `keys` (absent: never seen). One primary-key lookup per key,
+   * whatever the table's statistics say: the LIMIT keeps the lateral subquery from being
+   * flattened into a join, for which a table growing from empty (statistics not yet taken)
+   * got a hash join over the whole table, once per batch.
+   */
   async findMany(keys: readonly KnownNameKey[]): Promise<KnownNameValue[]> {
     if (keys.length === 0) return [];
     const rows = await this.sql.query<KnownNameValue>(
       `SELECT k.user_id AS "userId", k.field, k.guild_id AS "guildId", k.name, k.seen_at AS "seenAt"
-         FROM known_names k
-         JOIN unnest($1::text[], $2::text[], $3::text[]) AS wanted(user_id, field, guild_id)
-        USING (user_id, field, guild_id)`,
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS wanted(user_id, field, guild_id)
+        CROSS JOIN LATERAL (
+              SELECT * FROM known_names n
+               WHERE (n.user_id, n.field, n.guild_id) = (wanted.user_id, wanted.field, wanted.guild_id)
+               LIMIT 1) k`,
       columnsOf(keys),
     );
     return rows.map((row) => ({ ...row, seenAt: new Date(row.seenAt) }));
@@ -37,9 +44,44 @@ export class KnownNamesRepository {
 
   /**
    * Stores each value unless a newer one is stored already (an instance that lost the lease
-   * may still be writing what it saw before the one that took over).
+   * may still be writing what it saw before the one that took over). `found`: what findMany
+   * returned in this transaction, under the detect lock (NameEventLocks), the only writer:
+   * a key not among them is inserted plainly, without the upsert's conflict handling (most
+   * of the cost of a first sighting). Should one be there after all, the statement fails and
+   * the transaction with it, for the caller to retry.
    */
-  async saveMany(values: readonly KnownNameValue[]): Promise<void> {
+  async saveMany(
+    values: readonly KnownNameValue[],
+    found?: readonly KnownNameKey[],
+  ): Promise<void> {
+    if (!found) return this.upsert(values);
+    const stored = new Set(found.map(keyOf));
+    const fresh = values.filter((v) => !stored.has(keyOf(v)));
+    await this.insert(fresh);
+    if (fresh.length < values.length) await this.upsert(values.filter((v) => stored.has(keyOf(v))));
+  }
+
+  /**
+   * Keys not stored yet: by COPY where the database takes it (Postgres spends about 40 % less
+   * on a first sighting's 3,000 rows than through INSERT … unnest), else by INSERT.
+   */
+  private async insert(values: readonly KnownNameValue[]): Promise<void> {
+    if (values.length === 0) return;
+    if (this.sql.copySupported) {
+      const iso = isoOf();
+      return this.sql.copyIn(
+        'COPY known_names (user_id, field, guild_id, name, seen_at) FROM STDIN',
+        copyText(values.map((v) => [v.userId, v.field, v.guildId, v.name, iso(v.seenAt)])),
+      );
+    }
+    await this.sql.query(
+      `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])`,
+      [...columnsOf(values), textArray(values.map((v) => v.name)), seenAtColumn(values)],
+    );
+  }
+
+  private async upsert(values: readonly KnownNameValue[]): Promise<void> {
     if (values.length === 0) return;
     await this.sql.query(
       `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
@@ -47,7 +89,7 @@ export class KnownNamesRepository {
        ON CONFLICT (user_id, field, guild_id) DO UPDATE
           SET name = EXCLUDED.name, seen_at = EXCLUDED.seen_at
         WHERE known_names.seen_at <= EXCLUDED.seen_at`,
-      [...columnsOf(values), values.map((v) => v.name), values.map((v) => v.seenAt.toISOString())],
+      [...columnsOf(values), textArray(values.map((v) => v.name)), seenAtColumn(values)],
     );
   }
 
@@ -57,6 +99,33 @@ export class KnownNamesRepository {
   }
 }
 
-function columnsOf(keys: readonly KnownNameKey[]): string[][] {
-  return [keys.map((k) => k.userId), keys.map((k) => k.field), keys.map((k) => k.guildId)];
+function keyOf({ userId, field, guildId }: KnownNameKey): string {
+  return `${userId}\u0000${field}\u0000${guildId}`;
+}
+
+/** Each value's seen_at, in ISO form. */
+function seenAtColumn(values: readonly KnownNameValue[]): string {
+  const iso = isoOf();
+  return textArray(values.map((v) => iso(v.seenAt)));
+}
+
+/** Dates in ISO form, each formatted once per run of values seen at the same time. */
+function isoOf(): (date: Date) => string {
+  let last: number | undefined;
+  let iso = '';
+  return (date) => {
+    if (date.getTime() !== last) {
+      last = date.getTime();
+      iso = date.toISOString();
+    }
+    return iso;
+  };
+}
+
+function columnsOf(keys: readonly KnownNameKey[]): string[] {
+  return [
+    textArray(keys.map((k) => k.userId)),
+    textArray(keys.map((k) => k.field)),
+    textArray(keys.map((k) => k.guildId)),
+  ];
 }
