@@ -21,11 +21,20 @@ interface QueuedRow extends SenderEndpoint {
 }
 
 /**
+ * Dequeues the deliveries of endpoint `$1` up to event `$2`. Only those after the endpoint's
+ * last delivered event are looked at: none is queued before it, and a range from the start
+ * would walk every delivery deleted since the last vacuum, on each record.
+ */
+const DEQUEUE = `DELETE FROM webhook_deliveries d USING webhook_endpoints w
+  WHERE w.id = $1 AND d.endpoint_id = $1
+    AND d.event_id > coalesce(w.last_delivered_event_id, 0) AND d.event_id <= $2`;
+
+/**
  * Records the 2xx of `$2` (unless null) and so of every event before it (an endpoint's events
  * are sent in id order): their deliveries dequeued, the endpoint no longer failing. Acks
  * commute: one recorded late never moves the position back.
  */
-const ACK = `done AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id <= $2),
+const ACK = `done AS (${DEQUEUE}),
   moved AS (UPDATE webhook_endpoints
                SET last_delivered_event_id = greatest(last_delivered_event_id, $2), failing_since = NULL
              WHERE id = $1 AND $2::bigint IS NOT NULL)`;
@@ -135,8 +144,10 @@ export class WebhookDeliveriesRepository {
     await this.sql.query({
       name: 'webhook-delivered',
       text: `WITH acked AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS a(endpoint_id, event_id)),
-               done AS (DELETE FROM webhook_deliveries d USING acked a
-                         WHERE d.endpoint_id = a.endpoint_id AND d.event_id <= a.event_id)
+               done AS (DELETE FROM webhook_deliveries d USING acked a, webhook_endpoints w
+                         WHERE w.id = a.endpoint_id AND d.endpoint_id = a.endpoint_id
+                           AND d.event_id > coalesce(w.last_delivered_event_id, 0)
+                           AND d.event_id <= a.event_id)
              UPDATE webhook_endpoints w
                 SET last_delivered_event_id = greatest(w.last_delivered_event_id, a.event_id),
                     failing_since = NULL
@@ -157,7 +168,7 @@ export class WebhookDeliveriesRepository {
   ): Promise<void> {
     await this.sql.query({
       name: 'webhook-failed',
-      text: `WITH done AS (DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id <= $2)
+      text: `WITH done AS (${DEQUEUE})
              UPDATE webhook_endpoints
                 SET last_delivered_event_id = greatest(last_delivered_event_id, $2),
                     failing_since = coalesce(CASE WHEN $2::bigint IS NULL THEN failing_since END, $3),
