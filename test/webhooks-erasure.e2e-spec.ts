@@ -4,6 +4,7 @@ import { nameEvent, type NameEventBody, uniqueUserId } from './support/events.js
 import { waitFor } from './support/ports.js';
 import { admin } from './support/privacy.js';
 import { type Answer, WebhookReceiver } from './support/webhook-receiver.js';
+import { WebhookQueueWatch } from '../src/webhooks/webhook-queue-watch.js';
 import {
   createEndpoint,
   endpointsOf,
@@ -105,6 +106,21 @@ describe('webhooks and what is erased or deleted', () => {
     expect((await admin(fx.url, 'DELETE', `${userId}/prevnames`)).status).toBe(200);
     release();
     await expectSentThenSentinel(id, [blocker, kept]);
+  });
+
+  it('listens with Postgres, and hears an erasure made through another instance', async () => {
+    const watch = fx.app.get(WebhookQueueWatch);
+    await waitFor('listening', () => watch.stamp() !== undefined);
+    const other = await fx.startInstance();
+    try {
+      const before = watch.stamp()!;
+      const userId = uniqueUserId('erased');
+      await store(fx.url, nameEvent({ userId }));
+      expect((await admin(other.url, 'DELETE', `${userId}/prevnames`)).status).toBe(200);
+      await waitFor('the erasure heard', () => (watch.stamp() ?? before) > before);
+    } finally {
+      await other.close();
+    }
   });
 
   it('sends nothing more to an endpoint once its DELETE is answered', async () => {

@@ -7,6 +7,7 @@ import { Owns, type Owned } from '../config/owns.decorator.js';
 import { AppDataSource } from './app-data-source.js';
 import { databaseConfig } from './database.config.js';
 import { DatabaseHealthIndicator } from './database.health.js';
+import { PostgresNotifications } from './postgres-notifications.service.js';
 import { SqlService } from './sql.service.js';
 import { postgresOptions, type PostgresConnectionOptions } from './postgres-options.js';
 
@@ -16,7 +17,8 @@ type DataSourceOptions = PostgresConnectionOptions &
 /**
  * Postgres through TypeORM: the server at `DATABASE_URL`, or the embedded PGlite under
  * `DATA_DIR` when it is unset. Every module's migrations (see `@Owns`) run at start-up, in
- * timestamp order, under an advisory lock. `SqlService` runs the statements.
+ * timestamp order, under an advisory lock. `SqlService` runs the statements;
+ * `PostgresNotifications` hears the channels a module watches.
  */
 @Owns({ config: [databaseConfig] })
 @Module({
@@ -54,8 +56,8 @@ type DataSourceOptions = PostgresConnectionOptions &
     }),
     TerminusModule,
   ],
-  providers: [DatabaseHealthIndicator, SqlService],
-  exports: [DatabaseHealthIndicator, SqlService],
+  providers: [DatabaseHealthIndicator, SqlService, PostgresNotifications],
+  exports: [DatabaseHealthIndicator, SqlService, PostgresNotifications],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@InjectDataSource() private readonly dataSource: AppDataSource) {}

@@ -1,0 +1,94 @@
+import {
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import { Client } from 'pg';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
+import { databaseConfig } from './database.config.js';
+
+/** After a lost connection: 1 s, doubling, up to 30 s. */
+const RECONNECT_FIRST_MS = 1_000;
+const RECONNECT_MAX_MS = 30_000;
+
+/** One channel, as `PostgresNotifications.watch` gives it. */
+export interface NotificationWatch {
+  /** Changes with every notification on the channel; undefined while nothing listens. */
+  stamp(): number | undefined;
+}
+
+/**
+ * Postgres notifications (`LISTEN`), for a module that must hear at once what any instance
+ * did to the database: one connection of this instance's own listens on every channel a
+ * module watches. Call `watch` while the module is built (a constructor); the connection
+ * opens at bootstrap. With the embedded database (one connection) nothing listens, and every
+ * stamp stays undefined. A lost connection is opened again (after 1 s, doubling to 30 s), and
+ * then every stamp changes: what happened meanwhile is unknown.
+ */
+@Injectable()
+export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Database');
+  private readonly generations = new Map<string, number>();
+  private client?: Client;
+  private live = false;
+  private failures = 0;
+  private retry?: NodeJS.Timeout;
+  private stopped = false;
+
+  constructor(
+    @InjectConfig(databaseConfig) private readonly database: ConfigOf<typeof databaseConfig>,
+  ) {}
+
+  watch(channel: string): NotificationWatch {
+    if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`Not a channel name: ${channel}`);
+    if (!this.generations.has(channel)) this.generations.set(channel, 0);
+    return { stamp: () => (this.live ? this.generations.get(channel) : undefined) };
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.database.url && this.generations.size > 0) void this.listen();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    await this.client?.end().catch(() => undefined);
+  }
+
+  private async listen(): Promise<void> {
+    const client = new Client({ connectionString: this.database.url, keepAlive: true });
+    this.client = client;
+    client.on('notification', ({ channel }) => this.bump(channel));
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client, new Error('connection closed')));
+    try {
+      await client.connect();
+      for (const channel of this.generations.keys()) await client.query(`LISTEN ${channel}`);
+    } catch (error) {
+      this.lost(client, error as Error);
+      return;
+    }
+    if (this.client !== client) return;
+    for (const channel of this.generations.keys()) this.bump(channel);
+    this.live = true;
+    this.failures = 0;
+  }
+
+  private bump(channel: string): void {
+    const generation = this.generations.get(channel);
+    if (generation !== undefined) this.generations.set(channel, generation + 1);
+  }
+
+  private lost(client: Client, error: Error): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    this.live = false;
+    client.end().catch(() => undefined);
+    if (this.stopped) return;
+    const wait = Math.min(RECONNECT_FIRST_MS * 2 ** this.failures, RECONNECT_MAX_MS);
+    this.failures += 1;
+    this.logger.warn(`Not listening for notifications (${error.message}); again in ${wait} ms`);
+    this.retry = setTimeout(() => void this.listen(), wait);
+  }
+}
