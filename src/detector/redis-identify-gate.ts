@@ -25,7 +25,8 @@ return 1`;
  * (`{<prefix>:detector}:identify:<bucket>`, set for 5 s by the identify that takes the
  * turn) and the day's session starts left (`…:session-starts`, set from each login's
  * GET /gateway/bot, which counts every instance's identifies, never raised by it, and counted
- * down by each identify until then). One script takes a turn, so no number of instances exceeds them.
+ * down by each identify until then). One script takes a turn, so no number of instances
+ * exceeds them.
  */
 export class RedisIdentifyGate extends IdentifyGate {
   constructor(

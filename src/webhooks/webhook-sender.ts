@@ -66,8 +66,9 @@ const BATCH = 100;
  * until WebhookQueueWatch's stamp changes (an erasure, a deletion of the endpoint, anywhere):
  * then the batch is read again. While nothing watches (no stamp), one statement before each
  * attempt but the first of a batch checks the endpoint and the event are still there. 2xx are
- * recorded by WebhookAcks; a failure at once, and the batch is read again before the retry. Ends when `signal` aborts (the lease lost, the
- * endpoint deleted here, shutdown) or the endpoint is found deleted.
+ * recorded by WebhookAcks; a failure at once, and the batch is read again before the retry.
+ * Ends when `signal` aborts (the lease lost, the endpoint deleted here, shutdown) or the
+ * endpoint is found deleted.
  */
 export async function runSender(
   endpointId: string,
