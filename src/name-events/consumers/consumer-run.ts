@@ -52,19 +52,20 @@ export async function runConsumer(
   while (!signal.aborted) {
     try {
       deps.reading();
-      const batch = await deps.sql.transaction(async () => {
+      const { position, batch } = await deps.sql.transaction(async () => {
         const position = known ?? (await deps.positions.lock(name, from));
         // The lease was lost while waiting for the row: whoever holds it now has it.
-        if (signal.aborted) return [];
+        if (signal.aborted) return { position: undefined, batch: [] };
         const events = await deps.events.findOldestAfterId(position, batchSize);
-        if (events.length === 0) return [];
+        if (events.length === 0) return { position, batch: events };
         await handler.handle(events);
         // Only from where this run stored it: another holder's move undoes this batch.
-        await deps.positions.move(name, position, events[events.length - 1].id);
-        return events;
+        const moved = events[events.length - 1].id;
+        await deps.positions.move(name, position, moved);
+        return { position: moved, batch: events };
       });
+      known = position;
       const count = batch.length;
-      if (count > 0) known = batch[count - 1].id;
       if (count > 0) handler.committed?.(batch);
       failures = 0;
       deps.handled(count);
