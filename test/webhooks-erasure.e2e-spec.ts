@@ -4,6 +4,7 @@ import { nameEvent, type NameEventBody, uniqueUserId } from './support/events.js
 import { waitFor } from './support/ports.js';
 import { admin } from './support/privacy.js';
 import { type Answer, WebhookReceiver } from './support/webhook-receiver.js';
+import { NOTIFICATIONS_APPLICATION_NAME } from '../src/database/postgres-notifications.service.js';
 import { WebhookQueueWatch } from '../src/webhooks/webhook-queue-watch.js';
 import {
   createEndpoint,
@@ -121,6 +122,20 @@ describe('webhooks and what is erased or deleted', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('listens again after its connection is cut, and counts what it may have missed as a change', async () => {
+    const watch = fx.app.get(WebhookQueueWatch);
+    await waitFor('listening', () => watch.stamp() !== undefined);
+    const before = watch.stamp()!;
+    const listening = `SELECT pid FROM pg_stat_activity
+                        WHERE datname = current_database() AND application_name = $1`;
+    const [cut] = await fx.db.query<{ pid: number }>(listening, [NOTIFICATIONS_APPLICATION_NAME]);
+    await fx.db.query('SELECT pg_terminate_backend($1)', [cut.pid]);
+    await waitFor('listening again', () => (watch.stamp() ?? before) > before);
+    const again = await fx.db.query<{ pid: number }>(listening, [NOTIFICATIONS_APPLICATION_NAME]);
+    expect(again).toHaveLength(1);
+    expect(again[0].pid).not.toBe(cut.pid);
   });
 
   it('sends nothing more to an endpoint once its DELETE is answered', async () => {

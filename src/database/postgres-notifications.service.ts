@@ -11,6 +11,16 @@ import { databaseConfig } from './database.config.js';
 /** After a lost connection: 1 s, doubling, up to 30 s. */
 const RECONNECT_FIRST_MS = 1_000;
 const RECONNECT_MAX_MS = 30_000;
+/**
+ * How often the listening connection, otherwise silent, asks Postgres whether it is alive,
+ * and how long it waits: a connection that died without a word (a network cut) would
+ * otherwise miss notifications while every stamp still looks valid.
+ */
+const HEARTBEAT_MS = 5_000;
+const HEARTBEAT_TIMEOUT_MS = 5_000;
+
+/** How the listening connection shows in `pg_stat_activity`. */
+export const NOTIFICATIONS_APPLICATION_NAME = 'name-history-notifications';
 
 /** One channel, as `PostgresNotifications.watch` gives it. */
 export interface NotificationWatch {
@@ -23,8 +33,9 @@ export interface NotificationWatch {
  * did to the database: one connection of this instance's own listens on every channel a
  * module watches. Call `watch` while the module is built (a constructor); the connection
  * opens at bootstrap. With the embedded database (one connection) nothing listens, and every
- * stamp stays undefined. A lost connection is opened again (after 1 s, doubling to 30 s), and
- * then every stamp changes: what happened meanwhile is unknown.
+ * stamp stays undefined. A lost connection (an error, or no answer to the heartbeat within
+ * 5 s) is opened again (after 1 s, doubling to 30 s), and then every stamp changes: what
+ * happened meanwhile is unknown.
  */
 @Injectable()
 export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDestroy {
@@ -34,6 +45,7 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
   private live = false;
   private failures = 0;
   private retry?: NodeJS.Timeout;
+  private heartbeat?: NodeJS.Timeout;
   private stopped = false;
 
   constructor(
@@ -53,11 +65,17 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retry);
+    clearInterval(this.heartbeat);
     await this.client?.end().catch(() => undefined);
   }
 
   private async listen(): Promise<void> {
-    const client = new Client({ connectionString: this.database.url, keepAlive: true });
+    const client = new Client({
+      connectionString: this.database.url,
+      application_name: NOTIFICATIONS_APPLICATION_NAME,
+      keepAlive: true,
+      query_timeout: HEARTBEAT_TIMEOUT_MS,
+    });
     this.client = client;
     client.on('notification', ({ channel }) => this.bump(channel));
     client.on('error', (error) => this.lost(client, error));
@@ -73,6 +91,9 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
     for (const channel of this.generations.keys()) this.bump(channel);
     this.live = true;
     this.failures = 0;
+    this.heartbeat = setInterval(() => {
+      client.query('SELECT 1').catch((error: Error) => this.lost(client, error));
+    }, HEARTBEAT_MS);
   }
 
   private bump(channel: string): void {
@@ -84,6 +105,7 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
     if (this.client !== client) return;
     this.client = undefined;
     this.live = false;
+    clearInterval(this.heartbeat);
     client.end().catch(() => undefined);
     if (this.stopped) return;
     const wait = Math.min(RECONNECT_FIRST_MS * 2 ** this.failures, RECONNECT_MAX_MS);
