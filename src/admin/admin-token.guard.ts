@@ -1,4 +1,5 @@
 import {
+  applyDecorators,
   CanActivate,
   ExecutionContext,
   Injectable,
@@ -7,10 +8,26 @@ import {
   type MiddlewareConsumer,
   type Type,
 } from '@nestjs/common';
+import { ApiBearerAuth, ApiResponse } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import { BearerToken } from '../common/bearer-token.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { adminConfig } from './admin.config.js';
+
+const UNAUTHORIZED_MESSAGE = 'Missing or invalid bearer token';
+
+/** In OpenAPI, what an administration route needs: the admin bearer token, or a 401. */
+export const ApiAdminAuth = () =>
+  applyDecorators(
+    ApiBearerAuth('admin'),
+    ApiResponse({
+      status: 401,
+      description: 'The bearer token is missing or is not ADMIN_TOKEN.',
+      type: ErrorResponseDto,
+      example: { message: UNAUTHORIZED_MESSAGE, code: 401 },
+    }),
+  );
 
 /**
  * The administration routes need `Authorization: Bearer <ADMIN_TOKEN>`. With ADMIN_TOKEN
@@ -37,7 +54,7 @@ export class AdminTokenGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<Request>();
     if (!this.accepts(request.headers.authorization)) {
-      throw new UnauthorizedException('Missing or invalid bearer token');
+      throw new UnauthorizedException(UNAUTHORIZED_MESSAGE);
     }
     return true;
   }

@@ -1,8 +1,8 @@
 import { applyDecorators, Controller, Delete, Get, Put, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
-import { AdminTokenGuard } from '../admin/admin-token.guard.js';
+import { AdminTokenGuard, ApiAdminAuth } from '../admin/admin-token.guard.js';
 import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
 import { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
 import { PrivacyService } from './privacy.service.js';
@@ -10,13 +10,7 @@ import { PrivacyService } from './privacy.service.js';
 /** What every administration route may answer besides its 200. */
 function ApiAdministration(method: 'GET' | 'PUT' | 'DELETE', route: 'prevnames' | 'opt-out') {
   return applyDecorators(
-    ApiBearerAuth('admin'),
-    ApiResponse({
-      status: 401,
-      description: 'The bearer token is missing or is not ADMIN_TOKEN.',
-      type: ErrorResponseDto,
-      example: { message: 'Missing or invalid bearer token', code: 401 },
-    }),
+    ApiAdminAuth(),
     ApiResponse({
       status: 404,
       description:

@@ -10,7 +10,6 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import {
-  ApiBearerAuth,
   ApiCreatedResponse,
   ApiOkResponse,
   ApiOperation,
@@ -18,7 +17,7 @@ import {
   ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
-import { AdminTokenGuard } from '../admin/admin-token.guard.js';
+import { AdminTokenGuard, ApiAdminAuth } from '../admin/admin-token.guard.js';
 import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import {
@@ -36,13 +35,7 @@ const PATH = '/api/webhook-endpoints';
 /** What every endpoint route may answer besides its success. */
 function ApiAdministration(method: 'GET' | 'POST' | 'DELETE', path: string, unknownId = false) {
   return applyDecorators(
-    ApiBearerAuth('admin'),
-    ApiResponse({
-      status: 401,
-      description: 'The bearer token is missing or is not ADMIN_TOKEN.',
-      type: ErrorResponseDto,
-      example: { message: 'Missing or invalid bearer token', code: 401 },
-    }),
+    ApiAdminAuth(),
     ApiResponse({
       status: 404,
       description: unknownId
