@@ -82,6 +82,7 @@ export class Instance {
   }
 
   /** /proc CPU and RSS, plus heap and event-loop time from the probe when loaded. */
+  /** `gc`: true for a full GC first, 'last-resort' for one that also frees V8's pooled pages. */
   async sample({ gc = false } = {}) {
     let probe = null;
     if (this.probed) {
