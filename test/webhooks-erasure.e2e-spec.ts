@@ -4,7 +4,11 @@ import { nameEvent, type NameEventBody, uniqueUserId } from './support/events.js
 import { waitFor } from './support/ports.js';
 import { admin } from './support/privacy.js';
 import { type Answer, WebhookReceiver } from './support/webhook-receiver.js';
-import { NOTIFICATIONS_APPLICATION_NAME } from '../src/database/postgres-notifications.service.js';
+import { proxiedDatabase, type TcpProxy } from './support/tcp-proxy.js';
+import {
+  CAUGHT_UP_CHANNEL,
+  NOTIFICATIONS_APPLICATION_NAME,
+} from '../src/database/postgres-notifications.service.js';
 import { WebhookQueueWatch } from '../src/webhooks/webhook-queue-watch.js';
 import {
   createEndpoint,
@@ -17,7 +21,16 @@ import {
 } from './support/webhooks.js';
 
 describe('webhooks and what is erased or deleted', () => {
-  const fx = useApp({ env: WEBHOOK_ENV });
+  // Postgres through a proxy, which can hold what it sends the listening connection.
+  let proxy: TcpProxy;
+  const fx = useApp({
+    env: async (db) => {
+      const proxied = await proxiedDatabase(db!.url);
+      proxy = proxied.proxy;
+      return { ...WEBHOOK_ENV, DATABASE_URL: proxied.url };
+    },
+  });
+  afterAll(() => proxy?.close());
   let receiver: WebhookReceiver;
   const created: string[] = [];
 
@@ -92,10 +105,8 @@ describe('webhooks and what is erased or deleted', () => {
     30_000,
   );
 
-  it('never sends the events of a user erased while an attempt before them is under way', async () => {
-    const { id, blocker } = await blockedEndpoint();
-    const { userId, kept } = await queueBehind(id);
-    // The blocker's retry (read with the three behind it) is held until the erasure is answered.
+  /** The blocker's retry (read with the three behind it) held; the function that lets it go. */
+  const holdRetry = async () => {
     let release!: () => void;
     const held = new Promise<Answer>((resolve) => (release = () => resolve({ status: 200 })));
     const attempts = receiver.received.length;
@@ -103,11 +114,49 @@ describe('webhooks and what is erased or deleted', () => {
     await waitFor('the retry held', () => receiver.received.length > attempts, {
       timeoutMs: 10_000,
     });
+    return release;
+  };
+
+  it('never sends the events of a user erased while an attempt before them is under way', async () => {
+    const { id, blocker } = await blockedEndpoint();
+    const { userId, kept } = await queueBehind(id);
+    const release = await holdRetry();
 
     expect((await admin(fx.url, 'DELETE', `${userId}/prevnames`)).status).toBe(200);
     release();
     await expectSentThenSentinel(id, [blocker, kept]);
   });
+
+  it.each([
+    ['an erasure', 'DELETE', 'prevnames'],
+    ['an opt-out', 'PUT', 'opt-out'],
+  ])(
+    'answers %s once this instance has heard its notification, so nothing erased is sent after the answer',
+    async (_what, method, path) => {
+      await waitFor('listening', () => fx.app.get(WebhookQueueWatch).stamp() !== undefined);
+      const { id, blocker } = await blockedEndpoint();
+      const { userId, kept } = await queueBehind(id);
+      const release = await holdRetry();
+
+      // Held: what Postgres sends the listening connection (the deletion's notification first),
+      // until the answer's own token is held behind it, or the sender has tried again.
+      const notifications = proxy.holdFromServer(NOTIFICATIONS_APPLICATION_NAME);
+      const tried = receiver.received.length;
+      // The held attempt is let go the moment the answer comes: the sender must know by then.
+      const answer = admin(fx.url, method, `${userId}/${path}`).then((res) => {
+        release();
+        return res;
+      });
+      await waitFor(
+        'the token held behind the notification, or another attempt',
+        () => notifications.held().includes(CAUGHT_UP_CHANNEL) || receiver.received.length > tried,
+      );
+      notifications.release();
+      expect((await answer).status).toBe(200);
+      await expectSentThenSentinel(id, [blocker, kept]);
+    },
+    30_000,
+  );
 
   it('listens with Postgres, and hears an erasure made through another instance', async () => {
     const watch = fx.app.get(WebhookQueueWatch);

@@ -4,6 +4,7 @@ import {
   type OnApplicationBootstrap,
   type OnModuleDestroy,
 } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { databaseConfig } from './database.config.js';
@@ -21,6 +22,8 @@ const HEARTBEAT_TIMEOUT_MS = 5_000;
 
 /** How the listening connection shows in `pg_stat_activity`. */
 export const NOTIFICATIONS_APPLICATION_NAME = 'name-history-notifications';
+/** The listening connection's own channel, for `caughtUp`. */
+export const CAUGHT_UP_CHANNEL = 'name_history_caught_up';
 
 /** One channel, as `PostgresNotifications.watch` gives it. */
 export interface NotificationWatch {
@@ -35,7 +38,8 @@ export interface NotificationWatch {
  * opens at bootstrap. With the embedded database (one connection) nothing listens, and every
  * stamp stays undefined. A lost connection (an error, or no answer to the heartbeat within
  * 5 s) is opened again (after 1 s, doubling to 30 s), and then every stamp changes: what
- * happened meanwhile is unknown.
+ * happened meanwhile is unknown. `caughtUp` lets a request that changed the database answer
+ * only once this instance has heard what the change notified.
  */
 @Injectable()
 export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDestroy {
@@ -47,6 +51,8 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
   private retry?: NodeJS.Timeout;
   private heartbeat?: NodeJS.Timeout;
   private stopped = false;
+  /** `caughtUp` calls waiting for their token, by token. */
+  private readonly waiting = new Map<string, () => void>();
 
   constructor(
     @InjectConfig(databaseConfig) private readonly database: ConfigOf<typeof databaseConfig>,
@@ -58,6 +64,23 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
     return { stamp: () => (this.live ? this.generations.get(channel) : undefined) };
   }
 
+  /**
+   * Resolves once this instance has heard every notification committed before the call
+   * (Postgres delivers them in commit order, so hearing a token notified now is enough), or
+   * at once while nothing listens (every stamp is undefined then). Other instances hear them
+   * at about the same moment, not necessarily before.
+   */
+  caughtUp(): Promise<void> {
+    const client = this.client;
+    if (!this.live || !client) return Promise.resolve();
+    const token = randomUUID();
+    const heard = new Promise<void>((resolve) => this.waiting.set(token, resolve));
+    client
+      .query('SELECT pg_notify($1, $2)', [CAUGHT_UP_CHANNEL, token])
+      .catch((error: Error) => this.lost(client, error));
+    return heard;
+  }
+
   onApplicationBootstrap(): void {
     if (this.database.url && this.generations.size > 0) void this.listen();
   }
@@ -66,6 +89,7 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
     this.stopped = true;
     clearTimeout(this.retry);
     clearInterval(this.heartbeat);
+    this.release();
     await this.client?.end().catch(() => undefined);
   }
 
@@ -77,12 +101,17 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
       query_timeout: HEARTBEAT_TIMEOUT_MS,
     });
     this.client = client;
-    client.on('notification', ({ channel }) => this.bump(channel));
+    client.on('notification', ({ channel, payload }) => {
+      if (channel === CAUGHT_UP_CHANNEL) this.heard(payload);
+      else this.bump(channel);
+    });
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('connection closed')));
     try {
       await client.connect();
-      for (const channel of this.generations.keys()) await client.query(`LISTEN ${channel}`);
+      for (const channel of [...this.generations.keys(), CAUGHT_UP_CHANNEL]) {
+        await client.query(`LISTEN ${channel}`);
+      }
     } catch (error) {
       this.lost(client, error as Error);
       return;
@@ -101,10 +130,23 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
     if (generation !== undefined) this.generations.set(channel, generation + 1);
   }
 
+  private heard(token = ''): void {
+    const resolve = this.waiting.get(token);
+    this.waiting.delete(token);
+    resolve?.();
+  }
+
+  /** Lets every `caughtUp` go: nothing listens any more, so every stamp is undefined. */
+  private release(): void {
+    for (const resolve of this.waiting.values()) resolve();
+    this.waiting.clear();
+  }
+
   private lost(client: Client, error: Error): void {
     if (this.client !== client) return;
     this.client = undefined;
     this.live = false;
+    this.release();
     clearInterval(this.heartbeat);
     client.end().catch(() => undefined);
     if (this.stopped) return;

@@ -11,6 +11,12 @@ export class TcpProxy {
   private readonly server: net.Server;
   /** Each open connection's two directions, to stop and start what they carry. */
   private readonly pipes = new Set<{ from: net.Socket; to: net.Socket }>();
+  /** Each connection carried, with the first bytes its client sent (Postgres' startup packet). */
+  private readonly connections = new Set<{
+    client: net.Socket;
+    upstream: net.Socket;
+    first: string;
+  }>();
   /** Connections accepted while stalled: forwarded once restored. */
   private held: net.Socket[] = [];
   private refusing = false;
@@ -70,6 +76,35 @@ export class TcpProxy {
     }
   }
 
+  /**
+   * Holds what the server sends on the open connections whose client's first bytes contain
+   * `text` (a Postgres client's startup packet names its application_name), until `release`;
+   * `held` is what was held so far. Nothing else is touched.
+   */
+  holdFromServer(text: string): { held(): Buffer; release(): void } {
+    const holds = [...this.connections]
+      .filter((c) => c.first.includes(text))
+      .map(({ client, upstream }) => {
+        const chunks: Buffer[] = [];
+        const collect = (chunk: Buffer) => chunks.push(chunk);
+        upstream.unpipe(client);
+        // unpipe() paused it: a listener alone would not make it flow again.
+        upstream.on('data', collect).resume();
+        return { client, upstream, chunks, collect };
+      });
+    if (holds.length === 0) throw new Error(`no connection whose client sent "${text}"`);
+    return {
+      held: () => Buffer.concat(holds.flatMap((h) => h.chunks)),
+      release: () => {
+        for (const { client, upstream, chunks, collect } of holds) {
+          upstream.off('data', collect);
+          client.write(Buffer.concat(chunks));
+          upstream.pipe(client);
+        }
+      },
+    };
+  }
+
   restore(): void {
     this.refusing = false;
     if (!this.stalled) return;
@@ -102,7 +137,13 @@ export class TcpProxy {
     if (client.destroyed) return;
     this.forwarded++;
     const upstream = net.connect(this.target);
-    client.on('data', (chunk: Buffer) => (this.bytesFromClients += chunk.length));
+    const connection = { client, upstream, first: '' };
+    this.connections.add(connection);
+    client.on('close', () => this.connections.delete(connection));
+    client.on('data', (chunk: Buffer) => {
+      this.bytesFromClients += chunk.length;
+      if (connection.first === '') connection.first = chunk.toString('latin1');
+    });
     for (const [from, to] of [
       [client, upstream],
       [upstream, client],
