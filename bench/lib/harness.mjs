@@ -81,8 +81,10 @@ export class Instance {
     return readNofile(this.pid);
   }
 
-  /** /proc CPU and RSS, plus heap and event-loop time from the probe when loaded. */
-  /** `gc`: true for a full GC first, 'last-resort' for one that also frees V8's pooled pages. */
+  /**
+   * /proc CPU and RSS, plus heap and event-loop time from the probe when loaded. `gc`: true
+   * for a full GC first, 'last-resort' for one that also frees the pages V8 keeps pooled.
+   */
   async sample({ gc = false } = {}) {
     let probe = null;
     if (this.probed) {

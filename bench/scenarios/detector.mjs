@@ -1,8 +1,9 @@
 // The detector on a fake gateway (bench/lib/fake-gateway.mjs): one instance watching servers
 // of 10,000 members each, first `small` then `large` members in all, a fresh database and a
 // fresh instance each. Memory after the full views (RSS, and the V8 heap after a full GC),
-// per member between the two, and RSS again once V8 has freed the pages it keeps pooled; members compared per second at the first sighting; and
-// GUILD_MEMBER_UPDATEs turned into stored events per second.
+// per member between the two, and RSS again once V8 has freed the pages it keeps pooled;
+// members compared per second at the first sighting; and GUILD_MEMBER_UPDATEs turned into
+// stored events per second.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BENCH_DISCORD_TOKEN, BenchDiscord, world } from '../lib/fake-gateway.mjs';
 import { Instance, MB } from '../lib/harness.mjs';
