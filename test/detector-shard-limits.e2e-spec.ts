@@ -1,8 +1,10 @@
 /**
  * The detector's shard count and session budget as Discord gives them: DETECTOR_SHARD_COUNT
- * wins over the recommended count, and no number of instances starts more sessions than the
- * day's `session_start_limit.remaining` allows before its reset.
+ * wins over the recommended count, no number of instances starts more sessions than the
+ * day's `session_start_limit.remaining` allows before its reset, and an IDENTIFY slow to
+ * arrive does not bring the next one in its bucket closer than 5 s.
  */
+import { useDetectorApp } from './support/detector-app.js';
 import { serverPerShard, useShardedDetector } from './support/detector-shards.js';
 
 describe('DETECTOR_SHARD_COUNT', () => {
@@ -42,4 +44,34 @@ describe('the day’s session starts, across instances', () => {
     expect(await fleet.renameEach('b')).toHaveLength(2);
     expect(fleet.discord.breaches).toEqual([]);
   }, 60_000);
+});
+
+describe('an IDENTIFY late on its way, across instances', () => {
+  const fleet = useShardedDetector(() => ({
+    shardCount: 2,
+    maxConcurrency: 1,
+    firstIdentifyLatencyMs: 1_000,
+    guilds: serverPerShard(2),
+  }));
+
+  it('holds the bucket 5 s from when Discord counted it, not from when it was sent', async () => {
+    await Promise.all([fleet.start(), fleet.start()]);
+    await fleet.spreadAs([1, 1], 30_000);
+    const identifies = fleet.discord.identifies;
+    expect(identifies.map((c) => c.shardId).sort()).toEqual([0, 1]);
+    // One bucket: the second IDENTIFY is counted 5 s after the late first one at the soonest.
+    expect(fleet.discord.breaches).toEqual([]);
+  }, 60_000);
+});
+
+describe('an IDENTIFY late on its way, one instance without Redis', () => {
+  const { discord } = useDetectorApp(
+    { shardCount: 2, maxConcurrency: 1, firstIdentifyLatencyMs: 1_000, guilds: serverPerShard(2) },
+    { backend: 'postgres' },
+  );
+
+  it('holds the bucket 5 s from when Discord counted it, in the process too', () => {
+    expect(discord.identifies.map((c) => c.shardId).sort()).toEqual([0, 1]);
+    expect(discord.breaches).toEqual([]);
+  });
 });

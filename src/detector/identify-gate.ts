@@ -3,8 +3,11 @@ import type { APIGatewaySessionStartLimit } from 'discord.js';
 
 /**
  * Discord's identify window (`max_concurrency` identifies per 5 s, one per bucket), held a
- * little longer: Discord counts an IDENTIFY when it arrives, and two sent 5 s apart may arrive
- * closer than that when the first took longer on its way (seen: 4,970 ms).
+ * little longer. Discord counts an IDENTIFY when it arrives, so the window is held twice: from
+ * the turn, and again from the shard's READY, which Discord sends only once it has counted
+ * the IDENTIFY. A first IDENTIFY late on its way (a stalled event loop between the turn and
+ * the send, a slow network; seen: 4,977 ms between two arrivals) then cannot bring the next
+ * one closer than the window.
  */
 export const IDENTIFY_WINDOW_MS = 5_250;
 /** Below this many session starts left today, each identify is logged as a warning. */
@@ -14,7 +17,8 @@ const LOW_BUDGET = 100;
  * When a shard may IDENTIFY (start a new session): Discord allows one per 5 s per bucket
  * (`shard_id % max_concurrency`) and `session_start_limit.remaining` per day. A RESUME needs
  * no turn. `waitForIdentify` resolves once the shard may identify now (its turn counted), and
- * rejects when `signal` aborts first. `configure` gives it each login's limits.
+ * rejects when `signal` aborts first; `identified` holds the bucket's window again from the
+ * shard's READY. `configure` gives it each login's limits.
  */
 export abstract class IdentifyGate {
   protected readonly logger = new Logger('DiscordDetector');
@@ -54,8 +58,16 @@ export abstract class IdentifyGate {
     }
   }
 
+  /** On the shard's READY: its bucket's next turn is a window from now. */
+  async identified(shardId: number): Promise<void> {
+    await this.holdFromNow(shardId % Math.max(1, this.limit.max_concurrency));
+  }
+
   /** Takes the bucket's turn now if it is free and the day's budget allows. */
   protected abstract tryTurn(bucket: number): Promise<Turn>;
+
+  /** The bucket's next turn no sooner than a window from now. */
+  protected abstract holdFromNow(bucket: number): Promise<void>;
 }
 
 export type Turn =
@@ -101,5 +113,13 @@ export class LocalIdentifyGate extends IdentifyGate {
     this.left -= 1;
     this.nextAt.set(bucket, now + IDENTIFY_WINDOW_MS);
     return Promise.resolve({ granted: true, left: this.left });
+  }
+
+  protected holdFromNow(bucket: number): Promise<void> {
+    this.nextAt.set(
+      bucket,
+      Math.max(this.nextAt.get(bucket) ?? 0, Date.now() + IDENTIFY_WINDOW_MS),
+    );
+    return Promise.resolve();
   }
 }

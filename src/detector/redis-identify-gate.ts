@@ -22,8 +22,8 @@ return 1`;
 
 /**
  * The identify limits across every instance, in Redis: a key per bucket
- * (`{<prefix>:detector}:identify:<bucket>`, set for 5 s by the identify that takes the
- * turn) and the day's session starts left (`…:session-starts`, set from each login's
+ * (`{<prefix>:detector}:identify:<bucket>`, set for the window by the identify that takes
+ * the turn, and again at its READY) and the day's session starts left (`…:session-starts`, set from each login's
  * GET /gateway/bot, which counts every instance's identifies, never raised by it, and counted
  * down by each identify until then). One script takes a turn, so no number of instances
  * exceeds them.
@@ -58,5 +58,10 @@ export class RedisIdentifyGate extends IdentifyGate {
     )) as [number, number, number?];
     if (granted === 1) return { granted: true, left: value < 0 ? Infinity : value };
     return { granted: false, waitMs: value, budgetSpent: spent === 1 };
+  }
+
+  protected async holdFromNow(bucket: number): Promise<void> {
+    // Only ever later: a turn another instance took since then is held a little longer.
+    await this.redis.set(`${this.keyBase}:identify:${bucket}`, '1', 'PX', IDENTIFY_WINDOW_MS);
   }
 }

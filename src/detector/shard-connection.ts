@@ -97,6 +97,12 @@ export class ShardConnection implements IContextFetchingStrategy {
     this.shard.on(WebSocketShardEvents.Ready, ({ data }) => {
       this.botUserId = data.user.id;
       this.saveNow();
+      // Without it the turn's own window still holds, from before the IDENTIFY left.
+      identify
+        .identified(shardId)
+        .catch((error: Error) =>
+          events.warn(`Could not hold shard ${shardId}'s identify window: ${error.message}`),
+        );
       events.identified(shardId);
     });
     this.shard.on(WebSocketShardEvents.Resumed, () => events.resumed(shardId));

@@ -91,6 +91,11 @@ export interface FakeDiscordOptions {
   memberRequestWindowMs?: number;
   /** What GET /gateway/bot gives as the gateway's address. Default: this fake's. */
   advertisedGatewayUrl?: string;
+  /**
+   * The first IDENTIFY the gateway receives is taken this many ms late, as if it had been that
+   * long on its way (a slow network, a stalled sender). Default 0.
+   */
+  firstIdentifyLatencyMs?: number;
 }
 
 /** GUILD_CREATE's data for `guild`, as a session with `largeThreshold` is sent it. */

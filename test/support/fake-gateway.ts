@@ -40,6 +40,7 @@ export abstract class FakeGateway {
   private held: GatewayConnection[] = [];
   private outage = false;
   private sessionCount = 0;
+  private identifyReceived = false;
 
   protected constructor(
     readonly world: FakeDiscordOptions,
@@ -183,9 +184,16 @@ export abstract class FakeGateway {
           connection.send({ op: GatewayOpcodes.HeartbeatAck });
         }
         break;
-      case GatewayOpcodes.Identify:
-        this.identify(connection, payload.d as IdentifyData);
+      case GatewayOpcodes.Identify: {
+        const latencyMs = this.identifyReceived ? 0 : (this.world.firstIdentifyLatencyMs ?? 0);
+        this.identifyReceived = true;
+        if (latencyMs > 0) {
+          setTimeout(() => this.identify(connection, payload.d as IdentifyData), latencyMs);
+        } else {
+          this.identify(connection, payload.d as IdentifyData);
+        }
         break;
+      }
       case GatewayOpcodes.Resume:
         this.resume(connection, payload.d as ResumeData);
         break;
