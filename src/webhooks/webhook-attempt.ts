@@ -1,6 +1,6 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { LookupFunction } from 'node:net';
-import type { Readable } from 'node:stream';
-import { Client } from 'undici';
+import { Client, type Dispatcher } from 'undici';
 import { parseDiscordRetryAfter, parseRetryAfter } from './webhook-backoff.js';
 import type { WebhookFormat } from './webhook-endpoint.entity.js';
 import type { WebhookRequest } from './webhook-payloads.js';
@@ -11,10 +11,11 @@ export const ANSWER_TIMEOUT_MS = 10_000;
 /** The answer's body is read up to this much (Discord's retry_after is in it); the rest is cut. */
 export const ANSWER_BODY_LIMIT = 64 * 1024;
 
-/** What an attempt came to. */
+/** What an attempt came to. `stale`: not sent, what it was to send may have been erased. */
 export type AttemptOutcome =
   | { kind: 'answered'; status: number; retryAfterMs?: number }
   | { kind: 'timeout' }
+  | { kind: 'stale' }
   | { kind: 'error'; message: string };
 
 /**
@@ -55,61 +56,129 @@ export class SenderConnection {
 /**
  * One POST of `request` to `url`, connecting only to `addresses` (vetted: the name is not
  * resolved again), following no redirect, answered within ANSWER_TIMEOUT_MS (else the
- * connection is closed), its body read up to ANSWER_BODY_LIMIT. Cut short when `signal`
- * aborts (an error). Never rejects.
+ * connection is closed), its body read up to ANSWER_BODY_LIMIT. `current` is asked at the
+ * moment the request is about to be written, after whatever the event loop read meanwhile
+ * (undici writes on a reused connection only after yielding a turn): when it says no, the
+ * request is not written and the outcome is `stale`. Cut short when `signal` aborts (an
+ * error). Never rejects.
  */
-export async function attemptDelivery(
+export function attemptDelivery(
   url: URL,
   addresses: readonly ResolvedAddress[],
   format: WebhookFormat,
   request: WebhookRequest,
   connection: SenderConnection,
   signal: AbortSignal,
+  current: () => boolean,
 ): Promise<AttemptOutcome> {
-  const abort = new AbortController();
-  const cut = () => abort.abort();
-  const timer = setTimeout(cut, ANSWER_TIMEOUT_MS);
-  signal.addEventListener('abort', cut, { once: true });
-  try {
-    const res = await connection.to(url, addresses).request({
-      method: 'POST',
-      path: url.pathname + url.search,
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'name-history-service-webhooks',
-        ...request.headers,
-      },
-      body: request.body,
-      signal: abort.signal,
+  return new Promise((resolve) => {
+    const close = () => connection.destroy();
+    const answer = new Answer(format, current, close, (outcome) => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', cut);
+      resolve(outcome);
     });
-    const text = await readUpTo(res.body, ANSWER_BODY_LIMIT);
-    const status = res.statusCode;
-    const fromBody =
-      format === 'discord' && status === 429 ? parseDiscordRetryAfter(text) : undefined;
-    const header = res.headers['retry-after'];
-    const retryAfterMs =
-      fromBody ?? parseRetryAfter(Array.isArray(header) ? header[0] : header, Date.now());
-    return { kind: 'answered', status, retryAfterMs };
-  } catch (error) {
-    if (abort.signal.aborted && !signal.aborted) return { kind: 'timeout' };
-    return { kind: 'error', message: (error as Error).message };
-  } finally {
-    clearTimeout(timer);
-    signal.removeEventListener('abort', cut);
-  }
+    const cut = () => answer.cut(new Error('The attempt was cut short'));
+    const timer = setTimeout(() => answer.cut(new AnswerTimeout()), ANSWER_TIMEOUT_MS);
+    signal.addEventListener('abort', cut, { once: true });
+    connection.to(url, addresses).dispatch(
+      {
+        origin: url.origin,
+        method: 'POST',
+        path: url.pathname + url.search,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'name-history-service-webhooks',
+          ...request.headers,
+        },
+        body: request.body,
+      },
+      answer,
+    );
+  });
 }
 
+class AnswerTimeout extends Error {}
+class StaleRequest extends Error {}
+/** The body's limit reached: the rest is not read, the connection is closed. */
+class BodyCut extends Error {}
+
 /**
- * The body's first `limit` bytes, as text; past them the rest is not read, and the
- * connection is closed.
+ * What comes back for one attempt, as undici hands it over: the status, `Retry-After`, and
+ * the body's first ANSWER_BODY_LIMIT bytes. Settles once, with the attempt's outcome.
  */
-async function readUpTo(body: Readable, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= limit) break;
+class Answer implements Dispatcher.DispatchHandler {
+  private controller?: Dispatcher.DispatchController;
+  private status?: number;
+  private retryAfter?: string;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private settled = false;
+  /** Why the attempt was cut before undici started it (still connecting). */
+  private cutBeforeStart?: Error;
+
+  constructor(
+    private readonly format: WebhookFormat,
+    private readonly current: () => boolean,
+    private readonly closeConnection: () => void,
+    private readonly settle: (outcome: AttemptOutcome) => void,
+  ) {}
+
+  /** Ends the attempt (a timeout, the sender stopping): the connection is closed. */
+  cut(reason: Error): void {
+    if (this.controller) {
+      this.controller.abort(reason);
+    } else {
+      this.cutBeforeStart = reason;
+      this.closeConnection();
+    }
   }
-  return Buffer.concat(chunks).toString('utf8');
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (!this.current()) controller.abort(new StaleRequest());
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    this.status = status;
+    const header = headers['retry-after'];
+    this.retryAfter = typeof header === 'string' ? header : header?.[0];
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.size >= ANSWER_BODY_LIMIT) controller.abort(new BodyCut());
+  }
+
+  onResponseEnd(): void {
+    this.answered();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, failure: Error): void {
+    const error = this.cutBeforeStart ?? failure;
+    if (error instanceof BodyCut) this.answered();
+    else if (error instanceof StaleRequest) this.end({ kind: 'stale' });
+    else if (error instanceof AnswerTimeout) this.end({ kind: 'timeout' });
+    else this.end({ kind: 'error', message: error.message });
+  }
+
+  private answered(): void {
+    const status = this.status!;
+    const text = Buffer.concat(this.chunks).toString('utf8');
+    const fromBody =
+      this.format === 'discord' && status === 429 ? parseDiscordRetryAfter(text) : undefined;
+    const retryAfterMs = fromBody ?? parseRetryAfter(this.retryAfter, Date.now());
+    this.end({ kind: 'answered', status, retryAfterMs });
+  }
+
+  private end(outcome: AttemptOutcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.settle(outcome);
+  }
 }

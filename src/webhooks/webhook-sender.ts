@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { setImmediate, setTimeout as delay } from 'node:timers/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
 import type { WebhookAcks } from './webhook-acks.js';
 import { retryDelayMs } from './webhook-backoff.js';
@@ -64,7 +64,8 @@ const BATCH = 100;
  * event, attempted until it gets a 2xx, retried with back-off otherwise, then the next one:
  * in id order, one at a time. Events are read a batch at a time, and the read is trusted
  * until WebhookQueueWatch's stamp changes (an erasure, a deletion of the endpoint, anywhere):
- * then the batch is read again. While nothing watches (no stamp), one statement before each
+ * then the batch is read again. The stamp is looked at once more as the request is about to
+ * be written (attemptDelivery's `current`), so no turn is spent waiting for it. While nothing watches (no stamp), one statement before each
  * attempt but the first of a batch checks the endpoint and the event are still there. 2xx are
  * recorded by WebhookAcks; a failure at once, and the batch is read again before the retry.
  * Ends when `signal` aborts (the lease lost, the endpoint deleted here, shutdown) or the
@@ -91,8 +92,6 @@ export async function runSender(
     while (!signal.aborted) {
       let delivered: string | null = null;
       try {
-        // What became readable with the last answer (a notification of the watch) goes first.
-        await setImmediate();
         if (batch.length > 0 && readAt !== undefined && readAt !== deps.stamp()) batch = [];
         if (batch.length === 0) {
           wake.look();
@@ -124,7 +123,14 @@ export async function runSender(
       checked = false;
       const event = batch[0];
       const at = new Date();
-      const outcome = await attempt(endpoint!, event, at, deps, connection, signal);
+      // Asked again as the request is written: a notification of the watch read meanwhile
+      // (one turn later at the soonest) keeps it unsent.
+      const current = () => readAt === undefined || readAt === deps.stamp();
+      const outcome = await attempt(endpoint!, event, at, deps, connection, signal, current);
+      if (outcome.kind === 'stale') {
+        batch = [];
+        continue;
+      }
       const kind = outcomeOf(outcome);
       // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
       if (signal.aborted && kind !== 'delivered') return;
@@ -162,19 +168,30 @@ async function attempt(
   deps: SenderDeps,
   connection: SenderConnection,
   signal: AbortSignal,
+  current: () => boolean,
 ): Promise<AttemptOutcome | { kind: 'refused' }> {
   const url = new URL(endpoint.url);
   try {
     const addresses = await vetTarget(url, deps.allowPrivateTargets, deps.resolve);
     const request = webhookRequest(endpoint.format, event, endpoint.secret, at);
-    return await attemptDelivery(url, addresses, endpoint.format, request, connection, signal);
+    return await attemptDelivery(
+      url,
+      addresses,
+      endpoint.format,
+      request,
+      connection,
+      signal,
+      current,
+    );
   } catch (error) {
     if (error instanceof TargetRefusedError) return { kind: 'refused' };
     return { kind: 'error', message: (error as Error).message };
   }
 }
 
-function outcomeOf(outcome: AttemptOutcome | { kind: 'refused' }): DeliveryOutcome {
+function outcomeOf(
+  outcome: Exclude<AttemptOutcome, { kind: 'stale' }> | { kind: 'refused' },
+): DeliveryOutcome {
   if (outcome.kind !== 'answered') return outcome.kind;
   if (outcome.status >= 200 && outcome.status < 300) return 'delivered';
   return outcome.status === 410 ? 'gone' : 'rejected';
