@@ -1,6 +1,6 @@
 import type { MessageEvent } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
-import type { Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { Subject } from 'rxjs';
 import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
 
@@ -38,6 +38,33 @@ function subscribed(limitBytes: number) {
 }
 
 describe('ListenerBuffer', () => {
+  it("holds the response's socket corked for the turn: the turn's messages go out as one write", async () => {
+    // A socket that records how many chunks each of its writes carried (a writev: several).
+    const writes: number[] = [];
+    const socket = new Writable({
+      write: (_chunk, _encoding, done) => {
+        writes.push(1);
+        done();
+      },
+      writev: (chunks, done) => {
+        writes.push(chunks.length);
+        done();
+      },
+    });
+    const response = Object.assign(new FakeResponse(), { socket });
+    const buffer = new ListenerBuffer(response as unknown as Writable, 1_000, new TurnCounter());
+    const frames = new Subject<Frame>();
+    // Each message written to the socket on its own, as Nest does.
+    frames.pipe(buffer.deliver).subscribe((message) => socket.write(`${message.id}`));
+    frames.next(frame('1'));
+    frames.next(frame('2'));
+    expect(socket.writableCorked).toBe(1);
+    expect(writes).toEqual([]);
+    await nextTurn();
+    expect(socket.writableCorked).toBe(0);
+    expect(writes).toEqual([2]);
+  });
+
   it('passes frames straight on while the response takes writes', () => {
     const { frames, seen } = subscribed(1_000);
     frames.next(frame('1'));

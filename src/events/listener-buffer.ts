@@ -1,4 +1,5 @@
 import type { MessageEvent } from '@nestjs/common';
+import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { Observable, type OperatorFunction } from 'rxjs';
 import { Fifo } from '../common/fifo.js';
@@ -14,20 +15,42 @@ export interface Frame {
 /** Bytes handed to Nest at most in one turn of the event loop; the rest wait here. */
 const BYTES_PER_TURN = 64 * 1024;
 
-/** Counts the event loop's turns, with one `setImmediate` a turn, only while asked. */
+/**
+ * The event loop's turns, with one `setImmediate` a turn, only while asked: counted, and the
+ * end of each is when the sockets held in it let their writes go.
+ */
 export class TurnCounter {
   private turn = 0;
   private ticking = false;
+  private readonly held = new Set<Socket>();
 
   get current(): number {
-    if (!this.ticking) {
-      this.ticking = true;
-      setImmediate(() => {
-        this.turn++;
-        this.ticking = false;
-      });
-    }
+    this.tick();
     return this.turn;
+  }
+
+  /**
+   * Holds `socket`'s writes until this turn ends, then lets them go as one. Nest writes each
+   * message of a stream as its own chunk, each a tick after the one before, and Node's own
+   * cork lasts a tick: without this, events published together cost every listener a system
+   * call each. The socket's own cork, so the bytes and their order are exactly Nest's.
+   */
+  hold(socket: Socket): void {
+    if (this.held.has(socket)) return;
+    this.held.add(socket);
+    socket.cork();
+    this.tick();
+  }
+
+  private tick(): void {
+    if (this.ticking) return;
+    this.ticking = true;
+    setImmediate(() => {
+      this.turn++;
+      this.ticking = false;
+      for (const socket of this.held) socket.uncork();
+      this.held.clear();
+    });
   }
 }
 
@@ -54,7 +77,8 @@ export class ListenerBuffer {
   slow = false;
 
   constructor(
-    private readonly response: Writable,
+    /** The listener's response (its socket, when it has one, is held a turn at a time). */
+    private readonly response: Writable & { readonly socket?: Socket | null },
     private readonly limitBytes: number,
     private readonly turns: TurnCounter,
   ) {}
@@ -64,6 +88,7 @@ export class ListenerBuffer {
     new Observable<MessageEvent>((subscriber) => {
       const give = (frame: Frame): void => {
         this.givenThisTurn += frame.bytes;
+        if (this.response.socket) this.turns.hold(this.response.socket);
         subscriber.next(frame.message);
         if (frame.last) subscriber.complete();
       };
