@@ -28,6 +28,7 @@ import { NameEventStreams, type OpenedStream } from '../name-events/name-event-s
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import { EventFrames, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
+import { TurnCork } from '../platform/turn-cork.js';
 import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
@@ -73,6 +74,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
    */
   private readonly signals: Observable<Frame | typeof HANDOVER>[];
   private readonly turns = new TurnCounter();
+  private readonly cork = new TurnCork();
   private connected = 0;
   /** Streams being set up: they count against the cap already. */
   private opening = 0;
@@ -172,7 +174,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     let events = 0;
     let reason: CloseReason = 'client';
     const openedAt = Date.now();
-    const buffer = new ListenerBuffer(req.res!, this.sse.bufferLimitBytes, this.turns);
+    const buffer = new ListenerBuffer(req.res!, this.sse.bufferLimitBytes, this.turns, this.cork);
     const stream = {
       id: (req as Request & { id?: string }).id ?? requestIdOf(req),
       remoteAddress: req.ip,

@@ -2,6 +2,7 @@ import type { MessageEvent } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
 import { Subject } from 'rxjs';
+import { TurnCork } from '../platform/turn-cork.js';
 import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
 
 /** A response that only says whether it is backed up, and drains when told. */
@@ -26,7 +27,12 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 function subscribed(limitBytes: number) {
   const response = new FakeResponse();
-  const buffer = new ListenerBuffer(response as unknown as Writable, limitBytes, new TurnCounter());
+  const buffer = new ListenerBuffer(
+    response as unknown as Writable,
+    limitBytes,
+    new TurnCounter(),
+    new TurnCork(),
+  );
   const frames = new Subject<Frame>();
   const seen: string[] = [];
   let completed = false;
@@ -52,7 +58,12 @@ describe('ListenerBuffer', () => {
       },
     });
     const response = Object.assign(new FakeResponse(), { socket });
-    const buffer = new ListenerBuffer(response as unknown as Writable, 1_000, new TurnCounter());
+    const buffer = new ListenerBuffer(
+      response as unknown as Writable,
+      1_000,
+      new TurnCounter(),
+      new TurnCork(),
+    );
     const frames = new Subject<Frame>();
     // Each message written to the socket on its own, as Nest does.
     frames.pipe(buffer.deliver).subscribe((message) => socket.write(`${message.id}`));

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { Observable, type OperatorFunction } from 'rxjs';
 import { Fifo } from '../common/fifo.js';
+import type { TurnCork } from '../platform/turn-cork.js';
 
 /** An SSE message, with the size of its frame on the wire. */
 export interface Frame {
@@ -15,42 +16,20 @@ export interface Frame {
 /** Bytes handed to Nest at most in one turn of the event loop; the rest wait here. */
 const BYTES_PER_TURN = 64 * 1024;
 
-/**
- * The event loop's turns, with one `setImmediate` a turn, only while asked: counted, and the
- * end of each is when the sockets held in it let their writes go.
- */
+/** Counts the event loop's turns, with one `setImmediate` a turn, only while asked. */
 export class TurnCounter {
   private turn = 0;
   private ticking = false;
-  private readonly held = new Set<Socket>();
 
   get current(): number {
-    this.tick();
+    if (!this.ticking) {
+      this.ticking = true;
+      setImmediate(() => {
+        this.turn++;
+        this.ticking = false;
+      });
+    }
     return this.turn;
-  }
-
-  /**
-   * Holds `socket`'s writes until this turn ends, then lets them go as one. Nest writes each
-   * message of a stream as its own chunk, each a tick after the one before, and Node's own
-   * cork lasts a tick: without this, events published together cost every listener a system
-   * call each. The socket's own cork, so the bytes and their order are exactly Nest's.
-   */
-  hold(socket: Socket): void {
-    if (this.held.has(socket)) return;
-    this.held.add(socket);
-    socket.cork();
-    this.tick();
-  }
-
-  private tick(): void {
-    if (this.ticking) return;
-    this.ticking = true;
-    setImmediate(() => {
-      this.turn++;
-      this.ticking = false;
-      for (const socket of this.held) socket.uncork();
-      this.held.clear();
-    });
   }
 }
 
@@ -81,6 +60,8 @@ export class ListenerBuffer {
     private readonly response: Writable & { readonly socket?: Socket | null },
     private readonly limitBytes: number,
     private readonly turns: TurnCounter,
+    /** Holds the response's socket a turn at a time, so a turn's messages go out as one write. */
+    private readonly cork: TurnCork,
   ) {}
 
   /** Frames in, messages out to Nest, at the pace the response takes them. */
@@ -88,7 +69,7 @@ export class ListenerBuffer {
     new Observable<MessageEvent>((subscriber) => {
       const give = (frame: Frame): void => {
         this.givenThisTurn += frame.bytes;
-        if (this.response.socket) this.turns.hold(this.response.socket);
+        if (this.response.socket) this.cork.hold(this.response.socket);
         subscriber.next(frame.message);
         if (frame.last) subscriber.complete();
       };
