@@ -23,9 +23,9 @@ return 1`;
 /**
  * The identify limits across every instance, in Redis: a key per bucket
  * (`{<prefix>:detector}:identify:<bucket>`, set for the window by the identify that takes
- * the turn, and again at its READY) and the day's session starts left (`…:session-starts`, set from each login's
- * GET /gateway/bot, which counts every instance's identifies, never raised by it, and counted
- * down by each identify until then). One script takes a turn, so no number of instances
+ * the turn, and again at its READY) and the day's session starts left (`…:session-starts`,
+ * set from each login's GET /gateway/bot, which counts every instance's identifies, never
+ * raised by it, and counted down by each identify until then). One script takes a turn, so no number of instances
  * exceeds them.
  */
 export class RedisIdentifyGate extends IdentifyGate {

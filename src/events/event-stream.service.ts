@@ -26,9 +26,9 @@ import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventStreams, type OpenedStream } from '../name-events/name-event-streams.service.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import { TurnCork } from '../platform/turn-cork.js';
 import { EventFrames, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
-import { TurnCork } from '../platform/turn-cork.js';
 import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';

@@ -65,11 +65,11 @@ const BATCH = 100;
  * in id order, one at a time. Events are read a batch at a time, and the read is trusted
  * until WebhookQueueWatch's stamp changes (an erasure, a deletion of the endpoint, anywhere):
  * then the batch is read again. The stamp is looked at once more as the request is about to
- * be written (attemptDelivery's `current`), so no turn is spent waiting for it. While nothing watches (no stamp), one statement before each
- * attempt but the first of a batch checks the endpoint and the event are still there. 2xx are
- * recorded by WebhookAcks; a failure at once, and the batch is read again before the retry.
- * Ends when `signal` aborts (the lease lost, the endpoint deleted here, shutdown) or the
- * endpoint is found deleted.
+ * be written (attemptDelivery's `current`), so no turn is spent waiting for it. While nothing
+ * watches (no stamp), one statement before each attempt but the first of a batch checks the
+ * endpoint and the event are still there. 2xx are recorded by WebhookAcks; a failure at
+ * once, and the batch is read again before the retry. Ends when `signal` aborts (the lease
+ * lost, the endpoint deleted here, shutdown) or the endpoint is found deleted.
  */
 export async function runSender(
   endpointId: string,
