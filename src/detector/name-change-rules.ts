@@ -7,11 +7,28 @@ import type { MemberObservation } from './member-observation.js';
 /** What the history can store (the contract's `name`): 1-256 code points, no NUL, well-formed. */
 const MAX_NAME_LENGTH = 256;
 
-const TYPE_OF: Record<KnownNameField, NameType> = {
-  username: 'username',
-  global_name: 'displayname',
-  nickname: 'displayname',
-};
+/** The fields an observation reports, each read as compared: undefined when not carried. */
+const FIELDS: readonly {
+  field: KnownNameField;
+  type: NameType;
+  /** A name of the member in its server (a nickname), not of the user. */
+  inServer: boolean;
+  read: (observation: MemberObservation) => string | null | undefined;
+}[] = [
+  { field: 'username', type: 'username', inServer: false, read: (o) => o.username },
+  {
+    field: 'global_name',
+    type: 'displayname',
+    inServer: false,
+    read: (o) => (o.globalName === undefined ? undefined : o.globalName || null),
+  },
+  {
+    field: 'nickname',
+    type: 'displayname',
+    inServer: true,
+    read: (o) => (o.nickname === undefined ? undefined : o.nickname || null),
+  },
+];
 
 export interface Comparison {
   /** The changes to record, in observation order; `source` is the observation's index. */
@@ -24,11 +41,20 @@ export interface Comparison {
 
 /** The known names `observations` are compared with, each once. */
 export function knownNameKeys(observations: readonly MemberObservation[]): KnownNameKey[] {
-  const keys = new Map<string, KnownNameKey>();
+  const keys = new KnownNameIndex<KnownNameKey>();
+  const list: KnownNameKey[] = [];
   for (const observation of observations) {
-    for (const { key } of fieldsOf(observation)) keys.set(keyString(key), key);
+    for (const { field, read, inServer } of FIELDS) {
+      if (read(observation) === undefined) continue;
+      const { userId } = observation;
+      const guildId = inServer ? observation.guildId : '';
+      if (keys.get(userId, field, guildId)) continue;
+      const key = { userId, field, guildId };
+      keys.set(key);
+      list.push(key);
+    }
   }
-  return [...keys.values()];
+  return list;
 }
 
 /**
@@ -39,65 +65,66 @@ export function knownNameKeys(observations: readonly MemberObservation[]): Known
  * another server, a replayed packet, an avatar-only update) is no change, so each change is
  * recorded once. An observation older than the known name is stale (an instance that lost
  * the lease may still be writing) and is skipped.
+ * A batch holds thousands of observations: each is read field by field, in place, and only
+ * what is stored or recorded is made (most of the detector's garbage was made here).
  */
 export function compareWithKnown(
   observations: readonly MemberObservation[],
   known: readonly KnownNameValue[],
 ): Comparison {
-  const current = new Map(known.map((value) => [keyString(value), value]));
-  const updated = new Map<string, KnownNameValue>();
+  const current = new KnownNameIndex<KnownNameValue>();
+  for (const value of known) current.set(value);
+  /** The values made here, in `updates`: one moved again is changed in place. */
+  const made = new Set<KnownNameValue>();
   const result: Comparison = { changes: [], updates: [], unrecordable: [] };
   observations.forEach((observation, source) => {
-    for (const { key, name } of fieldsOf(observation)) {
-      const id = keyString(key);
-      const before = current.get(id);
-      if (before && observation.at < before.seenAt) continue;
+    const { userId, at } = observation;
+    for (const { field, type, read, inServer } of FIELDS) {
+      const name = read(observation);
+      if (name === undefined) continue;
+      const guildId = inServer ? observation.guildId : '';
+      const before = current.get(userId, field, guildId);
+      if (before && at < before.seenAt) continue;
       if (before && before.name === name) continue;
-      const after = { ...key, name, seenAt: observation.at };
-      current.set(id, after);
-      updated.set(id, after);
-      if (before?.name == null) continue;
-      const type = TYPE_OF[key.field];
-      if (!isRecordable(before.name)) {
-        result.unrecordable.push({ userId: key.userId, type });
+      const previous = before?.name;
+      if (before && made.has(before)) {
+        before.name = name;
+        before.seenAt = at;
+      } else {
+        const after = { userId, field, guildId, name, seenAt: at };
+        current.set(after);
+        made.add(after);
+        result.updates.push(after);
+      }
+      if (previous == null) continue;
+      if (!isRecordable(previous)) {
+        result.unrecordable.push({ userId, type });
         continue;
       }
-      result.changes.push({
-        userId: key.userId,
-        type,
-        name: before.name,
-        changedAt: observation.at,
-        source,
-      });
+      result.changes.push({ userId, type, name: previous, changedAt: at, source });
     }
   });
-  result.updates = [...updated.values()];
   return result;
 }
 
-/** The fields an observation reports: a field the payload did not carry is not compared. */
-function fieldsOf(observation: MemberObservation): { key: KnownNameKey; name: string | null }[] {
-  const { userId, guildId } = observation;
-  const fields: { key: KnownNameKey; name: string | null }[] = [
-    { key: { userId, field: 'username', guildId: '' }, name: observation.username },
-  ];
-  if (observation.globalName !== undefined) {
-    fields.push({
-      key: { userId, field: 'global_name', guildId: '' },
-      name: observation.globalName || null,
-    });
-  }
-  if (observation.nickname !== undefined) {
-    fields.push({
-      key: { userId, field: 'nickname', guildId },
-      name: observation.nickname || null,
-    });
-  }
-  return fields;
-}
+/**
+ * Known names (or their keys) by field, server ('' for a user's own names) and user: found
+ * without making a string of the three for each lookup.
+ */
+class KnownNameIndex<T extends KnownNameKey> {
+  private readonly byField = new Map<KnownNameField, Map<string, Map<string, T>>>();
 
-function keyString({ userId, field, guildId }: KnownNameKey): string {
-  return `${userId}\u0000${field}\u0000${guildId}`;
+  get(userId: string, field: KnownNameField, guildId: string): T | undefined {
+    return this.byField.get(field)?.get(guildId)?.get(userId);
+  }
+
+  set(value: T): void {
+    let servers = this.byField.get(value.field);
+    if (!servers) this.byField.set(value.field, (servers = new Map<string, Map<string, T>>()));
+    let users = servers.get(value.guildId);
+    if (!users) servers.set(value.guildId, (users = new Map<string, T>()));
+    users.set(value.userId, value);
+  }
 }
 
 function isRecordable(name: string): boolean {

@@ -37,9 +37,10 @@ export class KnownNamesRepository {
               SELECT * FROM known_names n
                WHERE (n.user_id, n.field, n.guild_id) = (wanted.user_id, wanted.field, wanted.guild_id)
                LIMIT 1) k`,
-      columnsOf(keys),
+      keyColumns(keys).map(textArray),
     );
-    return rows.map((row) => ({ ...row, seenAt: new Date(row.seenAt) }));
+    for (const row of rows) row.seenAt = new Date(row.seenAt);
+    return rows;
   }
 
   /**
@@ -55,8 +56,9 @@ export class KnownNamesRepository {
     found?: readonly KnownNameKey[],
   ): Promise<void> {
     if (!found) return this.upsert(values);
+    // A first sighting finds nothing stored: no key to make.
     const stored = new Set(found.map(keyOf));
-    const fresh = values.filter((v) => !stored.has(keyOf(v)));
+    const fresh = stored.size === 0 ? values : values.filter((v) => !stored.has(keyOf(v)));
     await this.insert(fresh);
     if (fresh.length < values.length) await this.upsert(values.filter((v) => stored.has(keyOf(v))));
   }
@@ -68,16 +70,15 @@ export class KnownNamesRepository {
   private async insert(values: readonly KnownNameValue[]): Promise<void> {
     if (values.length === 0) return;
     if (this.sql.copySupported) {
-      const iso = isoOf();
       return this.sql.copyIn(
         'COPY known_names (user_id, field, guild_id, name, seen_at) FROM STDIN',
-        copyText(values.map((v) => [v.userId, v.field, v.guildId, v.name, iso(v.seenAt)])),
+        copyText(valueColumns(values)),
       );
     }
     await this.sql.query(
       `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])`,
-      [...columnsOf(values), textArray(values.map((v) => v.name)), seenAtColumn(values)],
+      valueColumns(values).map(textArray),
     );
   }
 
@@ -89,7 +90,7 @@ export class KnownNamesRepository {
        ON CONFLICT (user_id, field, guild_id) DO UPDATE
           SET name = EXCLUDED.name, seen_at = EXCLUDED.seen_at
         WHERE known_names.seen_at <= EXCLUDED.seen_at`,
-      [...columnsOf(values), textArray(values.map((v) => v.name)), seenAtColumn(values)],
+      valueColumns(values).map(textArray),
     );
   }
 
@@ -103,10 +104,10 @@ function keyOf({ userId, field, guildId }: KnownNameKey): string {
   return `${userId}\u0000${field}\u0000${guildId}`;
 }
 
-/** Each value's seen_at, in ISO form. */
-function seenAtColumn(values: readonly KnownNameValue[]): string {
+/** The values' columns, in the table's order: the key's, the name and seen_at (ISO). */
+function valueColumns(values: readonly KnownNameValue[]): (string | null)[][] {
   const iso = isoOf();
-  return textArray(values.map((v) => iso(v.seenAt)));
+  return [...keyColumns(values), values.map((v) => v.name), values.map((v) => iso(v.seenAt))];
 }
 
 /** Dates in ISO form, each formatted once per run of values seen at the same time. */
@@ -122,10 +123,7 @@ function isoOf(): (date: Date) => string {
   };
 }
 
-function columnsOf(keys: readonly KnownNameKey[]): string[] {
-  return [
-    textArray(keys.map((k) => k.userId)),
-    textArray(keys.map((k) => k.field)),
-    textArray(keys.map((k) => k.guildId)),
-  ];
+/** The keys' columns: user ids, fields and servers. */
+function keyColumns(keys: readonly KnownNameKey[]): string[][] {
+  return [keys.map((k) => k.userId), keys.map((k) => k.field), keys.map((k) => k.guildId)];
 }

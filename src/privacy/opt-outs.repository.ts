@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
+import { SqlService, textArray } from '../database/sql.service.js';
 
 /** Every query on user_opt_outs. Statements join the caller's unit of work. */
 @Injectable()
@@ -36,7 +36,7 @@ export class OptOutsRepository {
     const rows = await this.sql.query<{ userId: string }>({
       name: 'find-opted-out',
       text: 'SELECT user_id AS "userId" FROM user_opt_outs WHERE user_id = ANY($1::text[])',
-      values: [userIds],
+      values: [textArray(userIds)],
     });
     return new Set(rows.map((row) => row.userId));
   }
