@@ -74,8 +74,6 @@ export function compareWithKnown(
 ): Comparison {
   const current = new KnownNameIndex<KnownNameValue>();
   for (const value of known) current.set(value);
-  /** The values made here, in `updates`: one moved again is changed in place. */
-  const made = new Set<KnownNameValue>();
   const result: Comparison = { changes: [], updates: [], unrecordable: [] };
   observations.forEach((observation, source) => {
     const { userId, at } = observation;
@@ -87,13 +85,12 @@ export function compareWithKnown(
       if (before && at < before.seenAt) continue;
       if (before && before.name === name) continue;
       const previous = before?.name;
-      if (before && made.has(before)) {
+      if (before instanceof MovedName) {
         before.name = name;
         before.seenAt = at;
       } else {
-        const after = { userId, field, guildId, name, seenAt: at };
+        const after = new MovedName(userId, field, guildId, name, at);
         current.set(after);
-        made.add(after);
         result.updates.push(after);
       }
       if (previous == null) continue;
@@ -105,6 +102,17 @@ export function compareWithKnown(
     }
   });
   return result;
+}
+
+/** A known name this comparison moved forward (one of `updates`): moved again, changed in place. */
+class MovedName implements KnownNameValue {
+  constructor(
+    readonly userId: string,
+    readonly field: KnownNameField,
+    readonly guildId: string,
+    public name: string | null,
+    public seenAt: Date,
+  ) {}
 }
 
 /**
