@@ -1,36 +1,67 @@
-/** A queue whose `shift` does not move the whole array. */
+/** Slots in a block: 8 KiB, far below the size at which V8 makes an array a large object. */
+const BLOCK = 1024;
+
+/**
+ * A queue whose `shift` does not move the whole array, kept in blocks of 1,024 slots (as
+ * Node's own FixedQueue keeps its callbacks). One array of tens of thousands of items would
+ * be a large object, which V8 moves to the old generation the first time a young collection
+ * finds it alive; the copies left behind as it grows would then keep every item they held
+ * alive until the next full collection, and promote them too. Blocks stay young and small,
+ * and a slot is cleared as its item leaves.
+ */
 export class Fifo<T> {
-  private items: T[] = [];
+  private blocks: (T | undefined)[][] = [];
+  /** The first item's slot in blocks[0]. */
   private head = 0;
+  /** The next free slot in the last block. */
+  private tail = BLOCK;
+  private count = 0;
 
   get length(): number {
-    return this.items.length - this.head;
+    return this.count;
   }
 
   /** The first item, left in place. */
   peek(): T | undefined {
-    return this.head < this.items.length ? this.items[this.head] : undefined;
+    return this.count > 0 ? this.blocks[0][this.head] : undefined;
   }
 
   push(item: T): void {
-    this.items.push(item);
+    if (this.tail === BLOCK) {
+      this.blocks.push(new Array<T | undefined>(BLOCK));
+      this.tail = 0;
+    }
+    this.blocks[this.blocks.length - 1][this.tail++] = item;
+    this.count += 1;
   }
 
   shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head];
-    this.items[this.head++] = undefined as T;
-    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
-      this.items = this.items.slice(this.head);
+    if (this.count === 0) return undefined;
+    const block = this.blocks[0];
+    const item = block[this.head];
+    block[this.head++] = undefined;
+    this.count -= 1;
+    if (this.count === 0) this.clear();
+    else if (this.head === BLOCK) {
+      this.blocks.shift();
       this.head = 0;
-    } else if (this.head === this.items.length) {
-      this.clear();
     }
     return item;
   }
 
   clear(): void {
-    this.items = [];
+    this.blocks = [];
     this.head = 0;
+    this.tail = BLOCK;
+    this.count = 0;
+  }
+
+  /** The items, first to last. */
+  *[Symbol.iterator](): IterableIterator<T> {
+    for (let b = 0; b < this.blocks.length; b++) {
+      const block = this.blocks[b];
+      const end = b === this.blocks.length - 1 ? this.tail : BLOCK;
+      for (let i = b === 0 ? this.head : 0; i < end; i++) yield block[i] as T;
+    }
   }
 }

@@ -47,8 +47,13 @@ export class ObservationQueues {
   private readonly reconciling = new Fifo<QueuedObservation>();
   /** Members of full views waiting (promoted ones excluded). */
   private reconcilingCount = 0;
-  /** Each user's waiting full-view members, oldest first: what a live update takes along. */
-  private readonly waitingByUser = new Map<string, QueuedObservation[]>();
+  /**
+   * How many full-view members of each user wait: a live update of a user with some looks
+   * for them in the queue and takes them along. A count, not the items: a table of tens of
+   * thousands of entries is a large object in V8, and the copies it leaves as it grows and
+   * shrinks would keep the items they held alive until the next full collection.
+   */
+  private readonly waitingByUser = new Map<string, number>();
   private readonly roomWaiters: { limit: number; resolve: () => void }[] = [];
 
   constructor(
@@ -72,15 +77,7 @@ export class ObservationQueues {
         );
         continue;
       }
-      const earlier = this.waitingByUser.get(observation.userId);
-      if (earlier) {
-        this.waitingByUser.delete(observation.userId);
-        for (const item of earlier) {
-          item.promoted = true;
-          this.reconcilingCount -= 1;
-          this.live.push({ observation: item.observation, run: item.run, pending: item.pending });
-        }
-      }
+      this.promoteWaiting(observation.userId);
       this.live.push({ observation, pending });
     }
   }
@@ -98,9 +95,8 @@ export class ObservationQueues {
       const item: QueuedObservation = { observation, run, pending };
       this.reconciling.push(item);
       this.reconcilingCount += 1;
-      const waiting = this.waitingByUser.get(observation.userId);
-      if (waiting) waiting.push(item);
-      else this.waitingByUser.set(observation.userId, [item]);
+      const { userId } = observation;
+      this.waitingByUser.set(userId, (this.waitingByUser.get(userId) ?? 0) + 1);
     }
     if (accepted.length < observations.length) {
       this.logger.error(
@@ -118,10 +114,7 @@ export class ObservationQueues {
       const item = this.reconciling.shift()!;
       if (item.promoted) continue;
       this.reconcilingCount -= 1;
-      const waiting = this.waitingByUser.get(item.observation.userId)!;
-      // Each user's list is in queue order, so the item taken is its first.
-      waiting.shift();
-      if (waiting.length === 0) this.waitingByUser.delete(item.observation.userId);
+      this.takenOne(item.observation.userId);
       batch.push(item);
     }
     this.notifyRoom();
@@ -141,6 +134,26 @@ export class ObservationQueues {
     this.waitingByUser.clear();
     this.reconcilingCount = 0;
     this.notifyRoom();
+  }
+
+  /** Moves the user's waiting full-view members, oldest first, to the live queue. */
+  private promoteWaiting(userId: string): void {
+    let waiting = this.waitingByUser.get(userId) ?? 0;
+    if (waiting === 0) return;
+    this.waitingByUser.delete(userId);
+    for (const item of this.reconciling) {
+      if (item.promoted || item.observation.userId !== userId) continue;
+      item.promoted = true;
+      this.reconcilingCount -= 1;
+      this.live.push({ observation: item.observation, run: item.run, pending: item.pending });
+      if (--waiting === 0) break;
+    }
+  }
+
+  private takenOne(userId: string): void {
+    const left = (this.waitingByUser.get(userId) ?? 0) - 1;
+    if (left > 0) this.waitingByUser.set(userId, left);
+    else this.waitingByUser.delete(userId);
   }
 
   private notifyRoom(): void {
