@@ -44,9 +44,9 @@ export function knownNameKeys(observations: readonly MemberObservation[]): Known
   const keys = new KnownNameIndex<KnownNameKey>();
   const list: KnownNameKey[] = [];
   for (const observation of observations) {
+    const { userId } = observation;
     for (const { field, read, inServer } of FIELDS) {
       if (read(observation) === undefined) continue;
-      const { userId } = observation;
       const guildId = inServer ? observation.guildId : '';
       if (keys.get(userId, field, guildId)) continue;
       const key = { userId, field, guildId };

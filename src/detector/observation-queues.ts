@@ -136,7 +136,11 @@ export class ObservationQueues {
     this.notifyRoom();
   }
 
-  /** Moves the user's waiting full-view members, oldest first, to the live queue. */
+  /**
+   * Moves the user's waiting full-view members, oldest first, to the live queue: a scan of the
+   * queue, made only for a user with members waiting (a live update during its server's
+   * reconciliation), and stopped at the last of them.
+   */
   private promoteWaiting(userId: string): void {
     let waiting = this.waitingByUser.get(userId) ?? 0;
     if (waiting === 0) return;
