@@ -10,6 +10,7 @@ import { DETECTOR_COORDINATION, detectorCoordination } from './detector-coordina
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './detector.settings.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
+import { MemoryRelease } from './memory-release.js';
 import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
 
@@ -35,6 +36,7 @@ import { NameChangeDetector } from './name-change-detector.js';
     },
     Clock,
     DetectorOutbox,
+    MemoryRelease,
     NameChangeDetector,
     MemberListRequester,
     DiscordDetectorService,

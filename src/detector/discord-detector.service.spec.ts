@@ -21,6 +21,7 @@ import { detectorSettings, type DetectorSettings } from './detector.settings.js'
 import { DiscordDetectorService } from './discord-detector.service.js';
 import type { MemberObservation } from './member-observation.js';
 import { MemberListRequester } from './member-list-requester.js';
+import { MemoryRelease } from './memory-release.js';
 import { NameChangeDetector } from './name-change-detector.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
 
@@ -102,7 +103,12 @@ describe('DiscordDetectorService', () => {
         identify: new LocalIdentifyGate(),
         sessions: new MemorySessionStore(),
       },
-      new NameChangeDetector(new Clock(), asOutbox, new MetricsService()),
+      new NameChangeDetector(
+        new Clock(),
+        asOutbox,
+        new MetricsService(),
+        new MemoryRelease(new MetricsService()),
+      ),
       new MemberListRequester(settings, asOutbox),
       asOutbox,
       new MetricsService(),

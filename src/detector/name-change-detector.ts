@@ -11,6 +11,7 @@ import { Clock } from './clock.js';
 import type { DiscordGateway } from './discord-gateway.js';
 import type { Hold } from './shard-connection.js';
 import { DetectorOutbox } from './detector-outbox.js';
+import { MemoryRelease } from './memory-release.js';
 import { observeMember, type MemberObservation } from './member-observation.js';
 import { ReconciliationRun } from './reconciliation-run.js';
 
@@ -40,11 +41,18 @@ export class NameChangeDetector {
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
     private readonly metrics: MetricsService,
+    private readonly memory: MemoryRelease,
   ) {}
 
   /** Starts watching the gateway's dispatches; returns the function that stops. */
   watch(gateway: DiscordGateway): () => void {
-    const watcher = new DispatchWatcher(this.clock, this.outbox, this.logger, this.metrics);
+    const watcher = new DispatchWatcher(
+      this.clock,
+      this.outbox,
+      this.logger,
+      this.metrics,
+      this.memory,
+    );
     return gateway.onDispatch((packet, _shardId, { hold, replayed }) => {
       watcher.botUserId ??= gateway.botUserId;
       // A replayed full view is old news: the known names may be newer than it (the holder
@@ -68,6 +76,7 @@ class DispatchWatcher {
     private readonly outbox: DetectorOutbox,
     private readonly logger: Logger,
     private readonly metrics: MetricsService,
+    private readonly memory: MemoryRelease,
   ) {}
 
   /**
@@ -132,6 +141,8 @@ class DispatchWatcher {
         `Reconciled server ${guildId}: compared ${done.members} member(s) with their last ` +
           `known names in ${Math.round(ms)} ms; ${done.changes} change(s) recorded`,
       );
+      this.memory.reconciled(done.members);
+      if (this.runs.size === 0) this.memory.idle();
     });
     this.runs.set(guildId, run);
     return run;
