@@ -7,6 +7,7 @@ import type {
   KnownNameKey,
   KnownNameValue,
   KnownNamesRepository,
+  ObservedMember,
 } from '../name-events/known-names.repository.js';
 import type { NameEventsService } from '../name-events/name-events.service.js';
 import type {
@@ -38,12 +39,20 @@ const key = (k: KnownNameKey) => `${k.userId}/${k.field}/${k.guildId}`;
 /** The known names table, in memory. */
 class MemoryKnownNames {
   values = new Map<string, KnownNameValue>();
-  /** The user ids of each read's username keys: which observations each batch held. */
+  /** The user ids of each read: which observations each batch held. */
   readonly reads: string[][] = [];
 
-  findMany(keys: readonly KnownNameKey[]): Promise<KnownNameValue[]> {
-    this.reads.push(keys.filter((k) => k.field === 'username').map((k) => k.userId));
-    return Promise.resolve(keys.flatMap((k) => this.values.get(key(k)) ?? []));
+  findOfMembers(members: readonly ObservedMember[]): Promise<KnownNameValue[]> {
+    this.reads.push([...new Set(members.map((m) => m.userId))]);
+    return Promise.resolve(
+      members.flatMap(({ userId, guildId }) =>
+        [
+          { userId, field: 'username', guildId: '' } as const,
+          { userId, field: 'global_name', guildId: '' } as const,
+          { userId, field: 'nickname', guildId } as const,
+        ].flatMap((k) => this.values.get(key(k)) ?? []),
+      ),
+    );
   }
 
   saveMany(values: readonly KnownNameValue[]): Promise<void> {

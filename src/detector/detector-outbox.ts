@@ -8,7 +8,7 @@ import type { PublishOutcome } from '../name-events/name-event.types.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { InterruptibleDelay } from './interruptible-delay.js';
 import type { MemberObservation } from './member-observation.js';
-import { compareWithKnown, knownNameKeys, type Comparison } from './name-change-rules.js';
+import { compareWithKnown, observedMembers, type Comparison } from './name-change-rules.js';
 import {
   Pending,
   ObservationQueues,
@@ -150,7 +150,7 @@ export class DetectorOutbox {
             committed = withoutUsers(committed, optedOut);
             return committed.changes.map(withoutSource);
           }
-          const known = await this.knownNames.findMany(knownNameKeys(observations));
+          const known = await this.knownNames.findOfMembers(observedMembers(observations));
           comparison = withoutUsers(compareWithKnown(observations, known), optedOut);
           await this.knownNames.saveMany(comparison.updates, known);
           return comparison.changes.map(withoutSource);

@@ -1,9 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import type { KnownNameValue } from '../name-events/known-names.repository.js';
 import type { MemberObservation } from './member-observation.js';
-import { compareWithKnown, knownNameKeys } from './name-change-rules.js';
+import { compareWithKnown, observedMembers } from './name-change-rules.js';
 
 const USER = '700000000000000001';
+const OTHER = '700000000000000002';
 const GUILD_A = '800000000000000001';
 const GUILD_B = '800000000000000002';
 const T0 = new Date('2025-03-04T05:00:00.000Z');
@@ -139,13 +140,18 @@ describe('compareWithKnown: the contract rules, against the last known names', (
     expect(result.updates.map((u) => u.name)).toEqual(['ok']);
   });
 
-  it('lists each known name to read once', () => {
+  it('lists each member whose known names to read once', () => {
     expect(
-      knownNameKeys([seen({}), seen({ at: T2 }), seen({ guildId: GUILD_B, nickname: undefined })]),
+      observedMembers([
+        seen({}),
+        seen({ at: T2 }),
+        seen({ guildId: GUILD_B, nickname: undefined }),
+        seen({ userId: OTHER }),
+      ]),
     ).toEqual([
-      { userId: USER, field: 'username', guildId: '' },
-      { userId: USER, field: 'global_name', guildId: '' },
-      { userId: USER, field: 'nickname', guildId: GUILD_A },
+      { userId: USER, guildId: GUILD_A },
+      { userId: USER, guildId: GUILD_B },
+      { userId: OTHER, guildId: GUILD_A },
     ]);
   });
 });

@@ -1,6 +1,10 @@
 import type { NameType } from '../name-events/name-event.types.js';
 import type { KnownNameField } from '../name-events/known-name.entity.js';
-import type { KnownNameKey, KnownNameValue } from '../name-events/known-names.repository.js';
+import type {
+  KnownNameKey,
+  KnownNameValue,
+  ObservedMember,
+} from '../name-events/known-names.repository.js';
 import type { NewNameEvent as NameChange } from '../name-events/name-event.types.js';
 import type { MemberObservation } from './member-observation.js';
 
@@ -39,22 +43,18 @@ export interface Comparison {
   unrecordable: { userId: string; type: NameType }[];
 }
 
-/** The known names `observations` are compared with, each once. */
-export function knownNameKeys(observations: readonly MemberObservation[]): KnownNameKey[] {
-  const keys = new KnownNameIndex<KnownNameKey>();
-  const list: KnownNameKey[] = [];
-  for (const observation of observations) {
-    const { userId } = observation;
-    for (const { field, read, inServer } of FIELDS) {
-      if (read(observation) === undefined) continue;
-      const guildId = inServer ? observation.guildId : '';
-      if (keys.get(userId, field, guildId)) continue;
-      const key = { userId, field, guildId };
-      keys.set(key);
-      list.push(key);
-    }
+/** The members `observations` are of, each once, for their known names to be read. */
+export function observedMembers(observations: readonly MemberObservation[]): ObservedMember[] {
+  const seen = new Map<string, Set<string>>();
+  const members: ObservedMember[] = [];
+  for (const { userId, guildId } of observations) {
+    let users = seen.get(guildId);
+    if (!users) seen.set(guildId, (users = new Set<string>()));
+    if (users.has(userId)) continue;
+    users.add(userId);
+    members.push({ userId, guildId });
   }
-  return list;
+  return members;
 }
 
 /**
