@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { databaseConfig } from './database.config.js';
+import { LIVE_CELL, stampOf, type SharedStamp } from '../common/shared-stamp.js';
 
 /** After a lost connection: 1 s, doubling, up to 30 s. */
 const RECONNECT_FIRST_MS = 1_000;
@@ -25,10 +26,14 @@ export const NOTIFICATIONS_APPLICATION_NAME = 'name-history-notifications';
 /** The listening connection's own channel, for `caughtUp`. */
 export const CAUGHT_UP_CHANNEL = 'name_history_caught_up';
 
+/** Channels one instance can watch. */
+const MAX_CHANNELS = 32;
 /** One channel, as `PostgresNotifications.watch` gives it. */
 export interface NotificationWatch {
   /** Changes with every notification on the channel; undefined while nothing listens. */
   stamp(): number | undefined;
+  /** The same stamp, in memory shared with worker threads. */
+  readonly shared: SharedStamp;
 }
 
 /**
@@ -44,7 +49,9 @@ export interface NotificationWatch {
 @Injectable()
 export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Database');
+  /** Each watched channel's cell in `cells`, which holds its generation. */
   private readonly generations = new Map<string, number>();
+  private readonly cells = new Int32Array(new SharedArrayBuffer(4 * MAX_CHANNELS));
   private client?: Client;
   private live = false;
   private failures = 0;
@@ -60,8 +67,14 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
 
   watch(channel: string): NotificationWatch {
     if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`Not a channel name: ${channel}`);
-    if (!this.generations.has(channel)) this.generations.set(channel, 0);
-    return { stamp: () => (this.live ? this.generations.get(channel) : undefined) };
+    let index = this.generations.get(channel);
+    if (index === undefined) {
+      index = this.generations.size + 1;
+      if (index >= MAX_CHANNELS) throw new Error(`More than ${MAX_CHANNELS - 1} channels watched`);
+      this.generations.set(channel, index);
+    }
+    const shared = { cells: this.cells, index };
+    return { stamp: () => stampOf(shared), shared };
   }
 
   /**
@@ -118,7 +131,7 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
     }
     if (this.client !== client) return;
     for (const channel of this.generations.keys()) this.bump(channel);
-    this.live = true;
+    this.setLive(true);
     this.failures = 0;
     this.heartbeat = setInterval(() => {
       client.query('SELECT 1').catch((error: Error) => this.lost(client, error));
@@ -126,8 +139,13 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
   }
 
   private bump(channel: string): void {
-    const generation = this.generations.get(channel);
-    if (generation !== undefined) this.generations.set(channel, generation + 1);
+    const index = this.generations.get(channel);
+    if (index !== undefined) Atomics.add(this.cells, index, 1);
+  }
+
+  private setLive(live: boolean): void {
+    this.live = live;
+    Atomics.store(this.cells, LIVE_CELL, live ? 1 : 0);
   }
 
   private heard(token = ''): void {
@@ -145,7 +163,7 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
   private lost(client: Client, error: Error): void {
     if (this.client !== client) return;
     this.client = undefined;
-    this.live = false;
+    this.setLive(false);
     this.release();
     clearInterval(this.heartbeat);
     client.end().catch(() => undefined);
