@@ -3,6 +3,7 @@ import {
   PostgresNotifications,
   type NotificationWatch,
 } from '../database/postgres-notifications.service.js';
+import type { SharedStamp } from '../common/shared-stamp.js';
 
 /** The channel the webhooks' triggers notify (see the migration that creates them). */
 export const QUEUE_CHANGED_CHANNEL = 'webhook_queue_changed';
@@ -26,5 +27,10 @@ export class WebhookQueueWatch {
   /** Changes whenever the queue may have lost deliveries; undefined while nothing listens. */
   stamp(): number | undefined {
     return this.watch.stamp();
+  }
+
+  /** The stamp in memory shared with the delivery thread. */
+  get shared(): SharedStamp {
+    return this.watch.shared;
   }
 }

@@ -1,6 +1,5 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
-import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
 import type { WebhookAcks } from './webhook-acks.js';
 import { retryDelayMs } from './webhook-backoff.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
@@ -8,8 +7,8 @@ import type {
   SenderEndpoint,
   WebhookDeliveriesRepository,
 } from './webhook-deliveries.repository.js';
-import { webhookRequest } from './webhook-payloads.js';
-import { TargetRefusedError, vetTarget, type Resolve } from './webhook-targets.js';
+import type { RunOutcome } from './webhook-delivery-protocol.js';
+import type { WebhookDeliveryThread } from './webhook-delivery-thread.js';
 
 /** How an attempt ended, as the metrics count it. */
 export type DeliveryOutcome = 'delivered' | 'rejected' | 'gone' | 'timeout' | 'error' | 'refused';
@@ -17,9 +16,9 @@ export type DeliveryOutcome = 'delivered' | 'rejected' | 'gone' | 'timeout' | 'e
 export interface SenderDeps {
   deliveries: WebhookDeliveriesRepository;
   acks: WebhookAcks;
+  thread: WebhookDeliveryThread;
   allowPrivateTargets: boolean;
   pollMs: number;
-  resolve?: Resolve;
   attempted(outcome: DeliveryOutcome): void;
   /** WebhookQueueWatch.stamp: what was read is trusted while it is unchanged. */
   stamp(): number | undefined;
@@ -64,8 +63,9 @@ const BATCH = 100;
  * event, attempted until it gets a 2xx, retried with back-off otherwise, then the next one:
  * in id order, one at a time. Events are read a batch at a time, and the read is trusted
  * until WebhookQueueWatch's stamp changes (an erasure, a deletion of the endpoint, anywhere):
- * then the batch is read again. The stamp is looked at once more as the request is about to
- * be written (attemptDelivery's `current`), so no turn is spent waiting for it. While nothing
+ * then the batch is read again. The attempts run on the delivery thread (WebhookDeliveryThread),
+ * which sends the batch's events one after the other and looks at the stamp once more as each
+ * request is about to be written (attemptDelivery's `current`). While nothing
  * watches (no stamp), one statement before each attempt but the first of a batch checks the
  * endpoint and the event are still there. 2xx are recorded by WebhookAcks; a failure at
  * once, and the batch is read again before the retry. Ends when `signal` aborts (the lease
@@ -79,7 +79,6 @@ export async function runSender(
 ): Promise<void> {
   const logger = new Logger('Webhooks');
   const warn = (message: string) => logger.warn(message);
-  const connection = new SenderConnection();
   const { acks } = deps;
   let endpoint: SenderEndpoint | undefined;
   let batch: StoredNameEvent[] = [];
@@ -121,26 +120,29 @@ export async function runSender(
         continue;
       }
       checked = false;
-      const event = batch[0];
-      const at = new Date();
-      // Asked again as the request is written: a notification of the watch read meanwhile
-      // (one turn later at the soonest) keeps it unsent.
-      const current = () => readAt === undefined || readAt === deps.stamp();
-      const outcome = await attempt(endpoint!, event, at, deps, connection, signal, current);
+      // Nothing watches: one event at a time, each checked first (above).
+      const events = readAt === undefined ? batch.slice(0, 1) : batch;
+      const { outcome, at } = await deps.thread.deliver(
+        endpointId,
+        endpoint!,
+        events,
+        { readAt, allowPrivateTargets: deps.allowPrivateTargets, signal },
+        (eventId) => {
+          failures = 0;
+          deps.attempted('delivered');
+          acks.delivered(endpointId, eventId);
+          batch.shift();
+        },
+      );
+      if (outcome === null) continue;
       if (outcome.kind === 'stale') {
         batch = [];
         continue;
       }
       const kind = outcomeOf(outcome);
       // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
-      if (signal.aborted && kind !== 'delivered') return;
+      if (signal.aborted) return;
       deps.attempted(kind);
-      if (kind === 'delivered') {
-        failures = 0;
-        acks.delivered(endpointId, event.id);
-        batch.shift();
-        continue;
-      }
       const unrecorded = await acks.take(endpointId);
       await deps.deliveries
         .failed(endpointId, unrecorded, at, kind === 'gone')
@@ -156,42 +158,12 @@ export async function runSender(
       await pause(retryDelayMs(failures, retryAfterMs), signal);
     }
   } finally {
-    connection.destroy();
+    deps.thread.close(endpointId);
     await acks.flush(endpointId);
   }
 }
 
-async function attempt(
-  endpoint: SenderEndpoint,
-  event: StoredNameEvent,
-  at: Date,
-  deps: SenderDeps,
-  connection: SenderConnection,
-  signal: AbortSignal,
-  current: () => boolean,
-): Promise<AttemptOutcome | { kind: 'refused' }> {
-  const url = new URL(endpoint.url);
-  try {
-    const addresses = await vetTarget(url, deps.allowPrivateTargets, deps.resolve);
-    const request = webhookRequest(endpoint.format, event, endpoint.secret, at);
-    return await attemptDelivery(
-      url,
-      addresses,
-      endpoint.format,
-      request,
-      connection,
-      signal,
-      current,
-    );
-  } catch (error) {
-    if (error instanceof TargetRefusedError) return { kind: 'refused' };
-    return { kind: 'error', message: (error as Error).message };
-  }
-}
-
-function outcomeOf(
-  outcome: Exclude<AttemptOutcome, { kind: 'stale' }> | { kind: 'refused' },
-): DeliveryOutcome {
+function outcomeOf(outcome: Exclude<RunOutcome, { kind: 'stale' }>): DeliveryOutcome {
   if (outcome.kind !== 'answered') return outcome.kind;
   if (outcome.status >= 200 && outcome.status < 300) return 'delivered';
   return outcome.status === 410 ? 'gone' : 'rejected';

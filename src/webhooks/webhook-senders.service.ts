@@ -10,6 +10,7 @@ import { LeaseCompetition } from '../redis/lease-competition.js';
 import { Leases } from '../redis/leases.js';
 import { WebhookAcks } from './webhook-acks.js';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import { WebhookDeliveryThread } from './webhook-delivery-thread.js';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 import { runSender, SenderWake, type DeliveryOutcome } from './webhook-sender.js';
 import { WebhookQueueWatch } from './webhook-queue-watch.js';
@@ -43,6 +44,7 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly deliveries: WebhookDeliveriesRepository,
     private readonly watch: WebhookQueueWatch,
     private readonly acks: WebhookAcks,
+    private readonly thread: WebhookDeliveryThread,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
     metrics: MetricsService,
   ) {
@@ -111,6 +113,7 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
       {
         deliveries: this.deliveries,
         acks: this.acks,
+        thread: this.thread,
         allowPrivateTargets: this.config.allowPrivateTargets,
         pollMs: this.config.pollMs,
         attempted: (outcome: DeliveryOutcome) => this.attempts.inc({ endpoint: id, outcome }),

@@ -9,6 +9,11 @@ import { WebhookAcks } from './webhook-acks.js';
 import { webhooksMigrations } from './migrations/index.js';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 import { WebhookDelivery, WebhookQueuePosition } from './webhook-delivery.entity.js';
+import {
+  DELIVERY_WORKER_URL,
+  deliveryWorkerUrl,
+  WebhookDeliveryThread,
+} from './webhook-delivery-thread.js';
 import { WebhookEndpoint } from './webhook-endpoint.entity.js';
 import { WebhookEndpointsController } from './webhook-endpoints.controller.js';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
@@ -45,6 +50,8 @@ import { webhooksConfig } from './webhooks.config.js';
     WebhookDeliveriesRepository,
     WebhookQueueWatch,
     WebhookAcks,
+    { provide: DELIVERY_WORKER_URL, useValue: deliveryWorkerUrl },
+    WebhookDeliveryThread,
     WebhookSenders,
     WebhookEventsConsumer,
   ],

@@ -5,16 +5,21 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { AppModule } from '../../src/app.module.js';
 import { ExpressHttpAdapter } from '../../src/platform/express-http-adapter.js';
 import { configureApp } from '../../src/app.setup.js';
 import { HttpDrainService } from '../../src/health/http-drain.service.js';
+import { DELIVERY_WORKER_URL } from '../../src/webhooks/webhook-delivery-thread.js';
 import { appClient, type AppClient } from './app-client.js';
 import { TestDatabase } from './database.js';
 import { LOG_LEVEL, REDIS_URL } from './environment.js';
 import { freePort } from './ports.js';
-import { START_TIMEOUT_MS } from './service-process.js';
+import { ensureBuilt, START_TIMEOUT_MS } from './service-process.js';
+
+const builtDeliveryWorker = () =>
+  pathToFileURL(join(dirname(ensureBuilt()), 'webhooks', 'webhook-delivery.worker.js'));
 
 export interface TestApp {
   app: NestExpressApplication;
@@ -42,7 +47,10 @@ export async function startApp(
   modules: Type[] = [],
 ): Promise<TestApp> {
   const moduleRef = await customize(
-    Test.createTestingModule({ imports: [AppModule.forRoot({ LOG_LEVEL, ...env }), ...modules] }),
+    Test.createTestingModule({ imports: [AppModule.forRoot({ LOG_LEVEL, ...env }), ...modules] })
+      // The webhooks' delivery thread runs compiled code: the build's, here.
+      .overrideProvider(DELIVERY_WORKER_URL)
+      .useValue(builtDeliveryWorker),
   ).compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressHttpAdapter(), {
     bodyParser: false,
