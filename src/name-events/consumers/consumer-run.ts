@@ -9,7 +9,7 @@ import type {
 } from './name-event-consumer.decorator.js';
 
 /** Woken once caught up, a consumer waits this long before it reads, gathering a batch. */
-export const GATHER_MS = 10;
+export const GATHER_MS = 50;
 /** Back-off after a failed batch: 1 s, doubling, up to a minute. */
 const RETRY_FIRST_MS = 1_000;
 const RETRY_MAX_MS = 60_000;
