@@ -7,8 +7,8 @@ import {
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { databaseConfig } from './database.config.js';
 import { LIVE_CELL, stampOf, type SharedStamp } from '../common/shared-stamp.js';
+import { databaseConfig } from './database.config.js';
 
 /** After a lost connection: 1 s, doubling, up to 30 s. */
 const RECONNECT_FIRST_MS = 1_000;
@@ -50,10 +50,9 @@ export interface NotificationWatch {
 export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Database');
   /** Each watched channel's cell in `cells`, which holds its generation. */
-  private readonly generations = new Map<string, number>();
+  private readonly channels = new Map<string, number>();
   private readonly cells = new Int32Array(new SharedArrayBuffer(4 * MAX_CHANNELS));
   private client?: Client;
-  private live = false;
   private failures = 0;
   private retry?: NodeJS.Timeout;
   private heartbeat?: NodeJS.Timeout;
@@ -67,11 +66,11 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
 
   watch(channel: string): NotificationWatch {
     if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`Not a channel name: ${channel}`);
-    let index = this.generations.get(channel);
+    let index = this.channels.get(channel);
     if (index === undefined) {
-      index = this.generations.size + 1;
+      index = this.channels.size + 1;
       if (index >= MAX_CHANNELS) throw new Error(`More than ${MAX_CHANNELS - 1} channels watched`);
-      this.generations.set(channel, index);
+      this.channels.set(channel, index);
     }
     const shared = { cells: this.cells, index };
     return { stamp: () => stampOf(shared), shared };
@@ -85,7 +84,7 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
    */
   caughtUp(): Promise<void> {
     const client = this.client;
-    if (!this.live || !client) return Promise.resolve();
+    if (Atomics.load(this.cells, LIVE_CELL) === 0 || !client) return Promise.resolve();
     const token = randomUUID();
     const heard = new Promise<void>((resolve) => this.waiting.set(token, resolve));
     client
@@ -95,7 +94,7 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
   }
 
   onApplicationBootstrap(): void {
-    if (this.database.url && this.generations.size > 0) void this.listen();
+    if (this.database.url && this.channels.size > 0) void this.listen();
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -122,7 +121,7 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
     client.on('end', () => this.lost(client, new Error('connection closed')));
     try {
       await client.connect();
-      for (const channel of [...this.generations.keys(), CAUGHT_UP_CHANNEL]) {
+      for (const channel of [...this.channels.keys(), CAUGHT_UP_CHANNEL]) {
         await client.query(`LISTEN ${channel}`);
       }
     } catch (error) {
@@ -130,7 +129,7 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
       return;
     }
     if (this.client !== client) return;
-    for (const channel of this.generations.keys()) this.bump(channel);
+    for (const channel of this.channels.keys()) this.bump(channel);
     this.setLive(true);
     this.failures = 0;
     this.heartbeat = setInterval(() => {
@@ -139,12 +138,11 @@ export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDe
   }
 
   private bump(channel: string): void {
-    const index = this.generations.get(channel);
+    const index = this.channels.get(channel);
     if (index !== undefined) Atomics.add(this.cells, index, 1);
   }
 
   private setLive(live: boolean): void {
-    this.live = live;
     Atomics.store(this.cells, LIVE_CELL, live ? 1 : 0);
   }
 
