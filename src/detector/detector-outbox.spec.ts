@@ -89,7 +89,10 @@ class ScriptedPublisher {
     return Promise.resolve(new Set(userIds.filter((userId) => this.optedOut.has(userId))));
   }
 
-  async publishDetected(detect: () => Promise<NameChange[]>): Promise<PublishOutcome[]> {
+  async publishDetected(
+    _partitions: readonly number[],
+    detect: () => Promise<NameChange[]>,
+  ): Promise<PublishOutcome[]> {
     this.attempts.push(Date.now());
     await this.gate;
     const outcome = this.script(this.attempts.length);

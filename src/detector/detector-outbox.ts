@@ -4,7 +4,7 @@ import { DrainLoop } from '../common/drain-loop.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { KnownNamesRepository } from '../name-events/known-names.repository.js';
 import { NameEventsService } from '../name-events/name-events.service.js';
-import type { PublishOutcome } from '../name-events/name-event.types.js';
+import { USER_PARTITIONS, type PublishOutcome } from '../name-events/name-event.types.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { InterruptibleDelay } from './interruptible-delay.js';
 import type { MemberObservation } from './member-observation.js';
@@ -16,6 +16,9 @@ import {
   type QueuedObservation,
 } from './observation-queues.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
+
+/** One batch at a time holds the locks of every user partition. */
+const EVERY_PARTITION = [...Array(USER_PARTITIONS).keys()];
 
 /** How long shutdown waits for a batch already under way. */
 const STOP_GRACE_MS = 5_000;
@@ -142,9 +145,9 @@ export class DetectorOutbox {
     while (!this.stopped) {
       let comparison: Comparison | undefined;
       try {
-        const outcomes = await this.nameEvents.publishDetected(async () => {
+        const outcomes = await this.nameEvents.publishDetected(EVERY_PARTITION, async () => {
           // Users who opted out are neither compared nor remembered: checked on every attempt,
-          // under the detect lock, which an opt-out takes too.
+          // under the detect lock, which an opt-out takes exclusively.
           const optedOut = await this.nameEvents.refusedAmong(observations.map((o) => o.userId));
           if (committed) {
             committed = withoutUsers(committed, optedOut);

@@ -56,9 +56,9 @@ export class KnownNamesRepository {
   /**
    * Stores each value unless a newer one is stored already (an instance that lost the lease
    * may still be writing what it saw before the one that took over). `found`: what findOfMembers
-   * returned in this transaction, under the detect lock (NameEventLocks), the only writer:
-   * a key not among them is inserted plainly, without the upsert's conflict handling (most
-   * of the cost of a first sighting). Should one be there after all, the statement fails and
+   * returned in this transaction, under the partition locks of its users (NameEventLocks), the
+   * only writer of their keys: a key not among them is inserted plainly, without the upsert's
+   * conflict handling (most of the cost of a first sighting). Should one be there after all, the statement fails and
    * the transaction with it, for the caller to retry.
    */
   async saveMany(

@@ -8,10 +8,20 @@ import { SqlService } from '../database/sql.service.js';
 export const PUBLISH_LOCK_KEY = '8099296189474205800';
 
 /**
- * The advisory lock under which the detector compares with its known names ("pgdetect" in
- * ASCII): one comparison at a time, on every instance. Always taken before the publish lock.
+ * The advisory lock of the detector's comparisons ("pgdetect" in ASCII): each comparison
+ * holds it shared, what removes a user's data holds it exclusively (so no comparison is
+ * under way meanwhile), and so did every comparison before they were partitioned (an
+ * instance of that version still running keeps this one's away). Always taken first.
  */
-const DETECT_LOCK_KEY = '8099552841756402548';
+export const DETECT_LOCK_KEY = '8099552841756402548';
+
+/**
+ * The first key of the partition locks ("pgcp" in ASCII), the second being the partition
+ * (USER_PARTITIONS): a comparison holds those of the users it compares, so two comparisons
+ * of one user, on any instances, never overlap. Taken in increasing order, after the detect
+ * lock and before the publish lock.
+ */
+export const PARTITION_LOCK_CLASS = 1885823856;
 
 /**
  * The name-event domain's ordering protocol, as locks: what runs under them runs on one
@@ -39,9 +49,10 @@ export class NameEventLocks {
   }
 
   /**
-   * Runs `work` in one transaction that holds both locks, the detect lock first (the order the
-   * detector takes them in): for what removes a user's data, so that no publish and no
-   * comparison of the detector is under way meanwhile, and each is wholly before or after it.
+   * Runs `work` in one transaction that holds the detect lock exclusively, then the publish
+   * lock (the order the detector takes them in): for what removes a user's data, so that no
+   * publish and no comparison of the detector is under way meanwhile, and each is wholly
+   * before or after it.
    */
   underAllLocks<T>(work: () => Promise<T>): Promise<T> {
     return this.sql.session(async () => {
@@ -60,14 +71,16 @@ export class NameEventLocks {
   }
 
   /**
-   * The detector's way: `detect` runs in one transaction under the detect lock and returns
-   * what to store; only when there is something is the publish lock taken (after the detect
-   * lock, never before: a POST holds only the publish lock) and `store` called, in the same
+   * The detector's way: `detect` runs in one transaction that holds the detect lock (shared)
+   * and the locks of `partitions`, the partitions of the users it compares, and returns what
+   * to store; only when there is something is the publish lock taken (after the others,
+   * never before: a POST holds only the publish lock) and `store` called, in the same
    * transaction. After the commit, `broadcast` runs on what was stored, the publish lock still
    * held, so it goes out in id order like any publish. Resolves with `broadcast`'s result, or
    * undefined when nothing was found; a failure before the commit rolls everything back.
    */
   detectThenPublish<C, S, R>(
+    partitions: readonly number[],
     detect: () => Promise<C[]>,
     store: (changes: C[]) => Promise<S[]>,
     broadcast: (stored: S[]) => Promise<R>,
@@ -76,7 +89,12 @@ export class NameEventLocks {
       let locked = false;
       try {
         const stored = await this.sql.transaction(async () => {
-          await this.sql.query('SELECT pg_advisory_xact_lock($1)', [DETECT_LOCK_KEY]);
+          await this.sql.query('SELECT pg_advisory_xact_lock_shared($1)', [DETECT_LOCK_KEY]);
+          // One lock after the other, in the array's order: increasing, as everywhere.
+          await this.sql.query('SELECT pg_advisory_xact_lock($1, p) FROM unnest($2::int[]) p', [
+            PARTITION_LOCK_CLASS,
+            [...new Set(partitions)].sort((a, b) => a - b),
+          ]);
           const changes = await detect();
           if (changes.length === 0) return [];
           await this.lockPublish();

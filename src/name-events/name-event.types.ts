@@ -32,6 +32,22 @@ export interface PublishOutcome {
   receivers: number;
 }
 
+/**
+ * The detector compares users in this many partitions, each under a lock of its own
+ * (`publishDetected`), so that comparisons of different users run side by side while two
+ * of the same user never do. A protocol constant: every instance must agree on it.
+ */
+export const USER_PARTITIONS = 8;
+
+/** The partition of `userId`: FNV-1a of its characters, which spreads snowflakes evenly. */
+export function userPartitionOf(userId: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < userId.length; i++) {
+    hash = Math.imul(hash ^ userId.charCodeAt(i), 0x01000193);
+  }
+  return (hash >>> 0) % USER_PARTITIONS;
+}
+
 export { StorageUnavailableError } from '../database/sql.service.js';
 
 /** A publish for a user a RecordingGuard refuses (who opted out): nothing was stored or broadcast. */

@@ -81,8 +81,10 @@ export class NameEventsService {
 
   /**
    * The detector's way in: publishes what `detect` finds, with what it writes, atomically.
-   * `detect` runs inside a transaction that holds the detect lock (one comparison at a time
-   * across instances: a lease takeover may overlap two detectors), and every repository it
+   * `detect` runs inside a transaction that holds the locks of `partitions`, which must hold
+   * every user it compares (`userPartitionOf`): one comparison of a user at a time, across
+   * instances (a lease takeover may overlap two detectors, and a user is in servers of many
+   * shards), while users of other partitions are compared alongside. Every repository it
    * uses joins that transaction; it reads and moves forward the state it compares with, and
    * returns the changes it found. Only when there are some is the publish lock taken, as a
    * POST does; they are stored in the same transaction, then broadcast in id order, still
@@ -92,13 +94,17 @@ export class NameEventsService {
    * (committed, not sent: publishing the same changes again sends them with their ids), or
    * what `detect` threw.
    */
-  async publishDetected(detect: () => Promise<NewNameEvent[]>): Promise<PublishOutcome[]> {
+  async publishDetected(
+    partitions: readonly number[],
+    detect: () => Promise<NewNameEvent[]>,
+  ): Promise<PublishOutcome[]> {
     const startedAt = Date.now();
     const stopTimer = this.metrics.publishDuration.startTimer();
     let undelivered = 0;
     try {
       const outcomes =
         (await this.locks.detectThenPublish(
+          partitions,
           detect,
           (changes) => this.events.insertOrFindMany(changes),
           async (stored) => {
