@@ -10,9 +10,10 @@ import type {
   ObservedMember,
 } from '../name-events/known-names.repository.js';
 import type { NameEventsService } from '../name-events/name-events.service.js';
-import type {
-  NewNameEvent as NameChange,
-  PublishOutcome,
+import {
+  userPartitionOf,
+  type NewNameEvent as NameChange,
+  type PublishOutcome,
 } from '../name-events/name-event.types.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
@@ -74,8 +75,11 @@ type Script = (attempt: number) => Error | 'bus-down-after-commit' | number;
 class ScriptedPublisher {
   readonly stored: NameChange[] = [];
   readonly attempts: number[] = [];
+  /** The partitions each attempt locked. */
+  readonly partitions: (readonly number[])[] = [];
   gate?: Promise<void>;
-  private nextId = 0;
+  /** A gate for some partitions only. */
+  gateOf?: (partitions: readonly number[]) => Promise<void> | undefined;
 
   constructor(
     private readonly known: MemoryKnownNames,
@@ -90,11 +94,13 @@ class ScriptedPublisher {
   }
 
   async publishDetected(
-    _partitions: readonly number[],
+    partitions: readonly number[],
     detect: () => Promise<NameChange[]>,
   ): Promise<PublishOutcome[]> {
     this.attempts.push(Date.now());
+    this.partitions.push(partitions);
     await this.gate;
+    await this.gateOf?.(partitions);
     const outcome = this.script(this.attempts.length);
     const before = new Map(this.known.values);
     const changes = await detect();
@@ -181,6 +187,7 @@ describe('DetectorOutbox', () => {
         enabled: true,
         shardCount: undefined,
         leaseMs: 30_000,
+        compareConcurrency: 1,
         apiUrl: undefined,
         gatewayUrl: undefined,
       }),
@@ -273,6 +280,34 @@ describe('DetectorOutbox', () => {
       `Recorded a username change of user ${id(2)} as event 1 (found by reconciliation); no listener connected`,
       `Recorded a username change of user ${id(3)} as event 2 (found by reconciliation); no listener connected`,
     ]);
+  });
+
+  it('compares users of other partitions alongside, each user in the order seen', async () => {
+    // Users 1 to 9 by the lane of their partition, with two lanes: even partitions, odd ones.
+    const [even, odd] = [0, 1].map((lane) =>
+      [1, 2, 3, 4, 5, 6, 7, 8, 9].find((n) => userPartitionOf(id(n)) % 2 === lane)!,
+    );
+    const publisher = new ScriptedPublisher(known);
+    let open!: () => void;
+    const evenGate = new Promise<void>((resolve) => (open = resolve));
+    publisher.gateOf = (partitions) => (partitions[0] === 0 ? evenGate : undefined);
+    const o = outbox(publisher, { compareConcurrency: 2 });
+    o.observeLive([seen(even, 'e1'), seen(odd, 'o1')]);
+    o.observeLive([seen(even, 'e2'), seen(odd, 'o2')]);
+    // The odd lane goes on while the even one waits for its lock.
+    await until(() => known.username(odd) === 'o2');
+    expect(known.username(even)).toBeUndefined();
+    expect(o.backlog).toEqual({ live: 1, reconciling: 0 });
+    open();
+    await until(() => known.username(even) === 'e2' && idle(o)());
+    expect(publisher.partitions).toEqual([
+      [0, 2, 4, 6],
+      [1, 3, 5, 7],
+      [1, 3, 5, 7],
+      [0, 2, 4, 6],
+    ]);
+    expect(known.reads).toEqual([[id(odd)], [id(odd)], [id(even)], [id(even)]]);
+    expect(publisher.names()).toEqual(['o1', 'e1']);
   });
 
   it('retries a storage failure with doubling back-off, comparing again each time', async () => {

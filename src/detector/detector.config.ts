@@ -10,6 +10,7 @@ import {
 } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
 import { ToBoolean, ToInteger } from '../config/transforms.js';
+import { USER_PARTITIONS } from '../name-events/name-event.types.js';
 
 export class DiscordVariables {
   @Variable('Discord bot token for the detector', { default: 'unset: detector off', secret: true })
@@ -42,6 +43,16 @@ export class DiscordVariables {
   @Max(600_000)
   DETECTOR_LEASE_MS: number = 30_000;
 
+  @Variable(
+    'batches of members compared with the known names at once, each on a Postgres connection of its own',
+  )
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(1)
+  @Max(USER_PARTITIONS)
+  DETECTOR_COMPARE_CONCURRENCY: number = 2;
+
   @Variable("Discord's REST API base, for a REST proxy", {
     default: 'unset: `https://discord.com/api`',
     secret: true,
@@ -73,6 +84,7 @@ export const discordConfig = defineConfig({
     enabled: env.DETECTOR_ENABLED,
     shardCount: env.DETECTOR_SHARD_COUNT,
     leaseMs: env.DETECTOR_LEASE_MS,
+    compareConcurrency: env.DETECTOR_COMPARE_CONCURRENCY,
     /** Without a trailing slash. */
     apiUrl: env.DISCORD_API_URL?.replace(/\/+$/, ''),
     gatewayUrl: env.DISCORD_GATEWAY_URL,

@@ -25,10 +25,15 @@ export interface DetectorSettings {
   publishRetryMs: number;
   publishRetryMaxMs: number;
   /**
-   * Observations compared with the known names in one transaction: a batch costs six round
+   * Observations compared with the known names in one transaction: a batch costs seven round
    * trips whatever its size, and a first sighting's batch of 2,500 holds the locks ~50 ms.
    */
   batchSize: number;
+  /**
+   * Batches compared at once (DETECTOR_COMPARE_CONCURRENCY), each of other users (CompareLane):
+   * Postgres compares one while the process prepares the next.
+   */
+  compareConcurrency: number;
   /** Live updates waiting to be compared, past which a new one is dropped (and logged). */
   maxPending: number;
   /** Members of full views waiting to be compared, past which more are dropped (and logged). */
@@ -55,6 +60,7 @@ export function detectorSettings(discord: ConfigOf<typeof discordConfig>): Detec
     publishRetryMs: 1_000,
     publishRetryMaxMs: 60_000,
     batchSize: 2_500,
+    compareConcurrency: discord.compareConcurrency,
     maxPending: 10_000,
     maxReconciling: 1_000_000,
     reconcileBacklogLimit: 50_000,

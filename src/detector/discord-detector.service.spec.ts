@@ -87,6 +87,7 @@ describe('DiscordDetectorService', () => {
         enabled: true,
         shardCount: undefined,
         leaseMs: 30_000,
+        compareConcurrency: 1,
         apiUrl: discord.apiUrl,
         gatewayUrl: undefined,
       }),

@@ -66,6 +66,7 @@ describe('MemberListRequester on the gateway connections, over the gateway proto
       enabled: true,
       shardCount: undefined,
       leaseMs: 30_000,
+      compareConcurrency: 1,
       apiUrl: discord.apiUrl,
       gatewayUrl: undefined,
     });

@@ -22,21 +22,32 @@ export async function recordedEvents(db: TestDatabase): Promise<RecordedEvent[]>
   );
 }
 
-/** The events without their id and time: what a test usually asserts exactly. */
+/** The events without their id and time, oldest first: what a test usually asserts exactly. */
 export async function recordedChanges(db: TestDatabase) {
   return (await recordedEvents(db)).map(({ userId, type, name }) => ({ userId, type, name }));
 }
 
-/** Waits until `count` events are stored, then returns them all (without ids and times). */
-export async function changesOnceStored(db: TestDatabase, count: number) {
-  await waitFor(`${count} stored events`, async () => (await recordedEvents(db)).length >= count);
-  return recordedChanges(db);
+/**
+ * `changes` by user (in increasing id), each user's in the order stored: the detector keeps
+ * each user's order, not one across users (it compares users of other partitions side by side).
+ */
+export function byUser<T extends { userId: string }>(changes: readonly T[]): T[] {
+  return [...changes].sort(
+    (a, b) =>
+      a.userId.length - b.userId.length || (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0),
+  );
 }
 
-/** The stored changes of `users` only (without ids and times), oldest first. */
+/** Waits until `count` events are stored, then returns them all (without ids and times), by user. */
+export async function changesOnceStored(db: TestDatabase, count: number) {
+  await waitFor(`${count} stored events`, async () => (await recordedEvents(db)).length >= count);
+  return byUser(await recordedChanges(db));
+}
+
+/** The stored changes of `users` only (without ids and times), by user. */
 export async function changesOf(db: TestDatabase, users: readonly APIUser[]) {
   const ids = new Set(users.map((user) => user.id));
-  return (await recordedChanges(db)).filter((change) => ids.has(change.userId));
+  return byUser(await recordedChanges(db)).filter((change) => ids.has(change.userId));
 }
 
 /** Waits until `count` changes of `users` are stored, then returns theirs. */
