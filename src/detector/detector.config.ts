@@ -51,7 +51,7 @@ export class DiscordVariables {
   @IsInt()
   @Min(1)
   @Max(USER_PARTITIONS)
-  DETECTOR_COMPARE_CONCURRENCY: number = 2;
+  DETECTOR_COMPARE_CONCURRENCY: number = 4;
 
   @Variable("Discord's REST API base, for a REST proxy", {
     default: 'unset: `https://discord.com/api`',
