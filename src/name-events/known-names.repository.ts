@@ -58,8 +58,8 @@ export class KnownNamesRepository {
    * may still be writing what it saw before the one that took over). `found`: what findOfMembers
    * returned in this transaction, under the partition locks of its users (NameEventLocks), the
    * only writer of their keys: a key not among them is inserted plainly, without the upsert's
-   * conflict handling (most of the cost of a first sighting). Should one be there after all, the statement fails and
-   * the transaction with it, for the caller to retry.
+   * conflict handling (most of the cost of a first sighting). Should one be there after all,
+   * the statement fails and the transaction with it, for the caller to retry.
    */
   async saveMany(
     values: readonly KnownNameValue[],
