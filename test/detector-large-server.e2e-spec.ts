@@ -11,7 +11,7 @@ import { PUBLISH_LOCK_KEY } from '../src/name-events/name-event-locks.js';
 import { userPartitionOf } from '../src/name-events/name-event.types.js';
 import { uniqueRedisPrefix } from './support/app.js';
 import { TestDatabase } from './support/database.js';
-import { recordedEvents, type RecordedEvent } from './support/detector.js';
+import { byUser, recordedEvents, type RecordedEvent } from './support/detector.js';
 import { detectorProcessEnv } from './support/detector-app.js';
 import { detectorFigures, reconciled, type DetectorFigures } from './support/detector-metrics.js';
 import { FakeDiscord, manyMembers } from './support/fake-discord.js';
@@ -27,9 +27,7 @@ const laneOf = (userId: string) => userPartitionOf(userId) % LANES;
 
 /** The events' changes by user (in increasing id), as the members are listed. */
 function changesByUser(events: readonly RecordedEvent[]) {
-  return events
-    .map(({ userId, type, name }) => ({ userId, type, name }))
-    .sort((a, b) => (BigInt(a.userId) < BigInt(b.userId) ? -1 : 1));
+  return byUser(events.map(({ userId, type, name }) => ({ userId, type, name })));
 }
 
 async function detectorBacklog(service: ServiceProcess) {
