@@ -80,12 +80,18 @@ let gc: (() => void) | undefined;
 
 /**
  * Forces a full garbage collection. Jest is not started with --expose-gc, so the flag is
- * turned on at run time and `gc` is taken from a fresh context, which then has it.
+ * turned on at run time, `gc` taken from a fresh context, which then has it, and the flag
+ * turned off again: left on, every later context of the worker (the next test file's
+ * global, say) would have a `gc` too.
  */
 export function collectGarbage(): void {
   if (!gc) {
     v8.setFlagsFromString('--expose-gc');
-    gc = vm.runInNewContext('gc') as () => void;
+    try {
+      gc = vm.runInNewContext('gc') as () => void;
+    } finally {
+      v8.setFlagsFromString('--no-expose-gc');
+    }
   }
   gc();
 }
