@@ -1,5 +1,5 @@
 import type { NameType } from '../name-events/name-event.types.js';
-import type { KnownNameField } from '../name-events/known-name.entity.js';
+import type { KnownNameField } from '../name-events/known-names.repository.js';
 import type {
   KnownNameKey,
   KnownNameValue,

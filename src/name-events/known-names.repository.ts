@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { copyText, SqlService, textArray } from '../database/sql.service.js';
-import type { KnownNameField } from './known-name.entity.js';
+
+/** The names the detector compares: a user's own two (known_users) and a member's nickname. */
+export type KnownNameField = 'username' | 'global_name' | 'nickname';
 
 /** Identifies one known name: `guildId` is '' for a user's own names. */
 export interface KnownNameKey {
@@ -21,7 +23,10 @@ export interface KnownNameValue extends KnownNameKey {
 }
 
 /**
- * Every query on the known_names table. Statements join the caller's unit of work: the
+ * Every query on the detector's known names. The detector sees one value per name
+ * (KnownNameValue); the tables keep one row per user (known_users: username and global name)
+ * and one per member (known_nicknames), which is what a first sighting costs: two rows into
+ * two narrow keys, not three into one wide key. Statements join the caller's unit of work: the
  * detector reads and moves the names forward in the transaction that stores the changes.
  */
 @Injectable()
@@ -29,95 +34,184 @@ export class KnownNamesRepository {
   constructor(private readonly sql: SqlService) {}
 
   /**
-   * The known names of `members`: the user's own (username, global name) and their nickname
-   * in that server, whatever fields the caller compares (absent: never seen). One index probe
-   * per member, on the primary key's first column: a third of the probes of one per name,
-   * and a third of Postgres's time for a batch of first sightings. At most three rows match a
-   * member; the LIMIT also keeps the lateral subquery from being flattened into a join, for
-   * which a table growing from empty (statistics not yet taken) got a hash join over the
-   * whole table, once per batch. A user in several of the members' servers comes back once
-   * per server.
+   * The known names of `members`: the user's own (username, and global name, null when none is
+   * known) and their nickname in that server (absent: never seen). One probe of each table per
+   * member, each a LATERAL … LIMIT 1, which keeps it from being flattened into a join: for a
+   * table growing from empty (statistics not yet taken) the planner chose a hash join over the
+   * whole table, once per batch. A user in several of the members' servers comes back once per
+   * server.
    */
   async findOfMembers(members: readonly ObservedMember[]): Promise<KnownNameValue[]> {
     if (members.length === 0) return [];
-    const rows = await this.sql.query<KnownNameValue>(
-      `SELECT k.user_id AS "userId", k.field, k.guild_id AS "guildId", k.name, k.seen_at AS "seenAt"
-         FROM unnest($1::text[], $2::text[]) AS member(user_id, guild_id)
-        CROSS JOIN LATERAL (
-              SELECT * FROM known_names n
-               WHERE n.user_id = member.user_id AND n.guild_id IN ('', member.guild_id)
-               LIMIT 3) k`,
+    const rows = await this.sql.query<MemberRow>(
+      `SELECT m.user_id AS "userId", m.guild_id AS "guildId", u.username,
+              u.global_name AS "globalName", u.seen_at AS "userSeenAt",
+              n.found AS "nicknameFound", n.nickname, n.seen_at AS "nicknameSeenAt"
+         FROM unnest($1::text[], $2::text[]) AS m(user_id, guild_id)
+         LEFT JOIN LATERAL (
+              SELECT username, global_name, seen_at FROM known_users
+               WHERE user_id = m.user_id LIMIT 1) u ON true
+         LEFT JOIN LATERAL (
+              SELECT true AS found, nickname, seen_at FROM known_nicknames
+               WHERE user_id = m.user_id AND guild_id = m.guild_id LIMIT 1) n ON true
+        WHERE u.username IS NOT NULL OR n.found`,
       [textArray(members.map((m) => m.userId)), textArray(members.map((m) => m.guildId))],
     );
-    for (const row of rows) row.seenAt = new Date(row.seenAt);
-    return rows;
+    const values: KnownNameValue[] = [];
+    for (const { userId, guildId, ...row } of rows) {
+      if (row.username !== null) {
+        const seenAt = new Date(row.userSeenAt!);
+        values.push(
+          { userId, field: 'username', guildId: '', name: row.username, seenAt },
+          { userId, field: 'global_name', guildId: '', name: row.globalName, seenAt },
+        );
+      }
+      if (row.nicknameFound) {
+        const seenAt = new Date(row.nicknameSeenAt!);
+        values.push({ userId, field: 'nickname', guildId, name: row.nickname, seenAt });
+      }
+    }
+    return values;
   }
 
   /**
    * Stores each value unless a newer one is stored already (an instance that lost the lease
    * may still be writing what it saw before the one that took over). `found`: what findOfMembers
    * returned in this transaction, under the partition locks of its users (NameEventLocks), the
-   * only writer of their keys: a key not among them is inserted plainly, without the upsert's
-   * conflict handling (most of the cost of a first sighting). Should one be there after all,
-   * the statement fails and the transaction with it, for the caller to retry.
+   * only writer of their rows: a row not among them is inserted plainly, without an upsert's
+   * conflict handling (most of the cost of a first sighting), and one among them updated.
+   * Should a row be there after all, the insert fails and the transaction with it, for the
+   * caller to retry.
    */
-  async saveMany(
-    values: readonly KnownNameValue[],
-    found?: readonly KnownNameKey[],
-  ): Promise<void> {
-    if (!found) return this.upsert(values);
-    // A first sighting finds nothing stored: no key to make.
-    const stored = new Set(found.map(keyOf));
-    const fresh = stored.size === 0 ? values : values.filter((v) => !stored.has(keyOf(v)));
-    await this.insert(fresh);
-    if (fresh.length < values.length) await this.upsert(values.filter((v) => stored.has(keyOf(v))));
-  }
-
-  /**
-   * Keys not stored yet: by COPY where the database takes it (Postgres spends about 40 % less
-   * on a first sighting's 3,000 rows than through INSERT … unnest), else by INSERT.
-   */
-  private async insert(values: readonly KnownNameValue[]): Promise<void> {
-    if (values.length === 0) return;
-    if (this.sql.copySupported) {
-      return this.sql.copyIn(
-        'COPY known_names (user_id, field, guild_id, name, seen_at) FROM STDIN',
-        copyText(valueColumns(values)),
-      );
-    }
-    await this.sql.query(
-      `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])`,
-      valueColumns(values).map(textArray),
+  async saveMany(values: readonly KnownNameValue[], found: readonly KnownNameKey[]): Promise<void> {
+    const storedUsers = new Set(found.filter((k) => k.field === 'username').map((k) => k.userId));
+    const storedMembers = new Set(found.filter((k) => k.field === 'nickname').map(memberOf));
+    const [stored, fresh] = partition(usersOf(values), (u) => storedUsers.has(u.userId));
+    const nicknames = values.filter((v) => v.field === 'nickname');
+    const [storedNicknames, freshNicknames] = partition(nicknames, (v) =>
+      storedMembers.has(memberOf(v)),
     );
-  }
-
-  private async upsert(values: readonly KnownNameValue[]): Promise<void> {
-    if (values.length === 0) return;
-    await this.sql.query(
-      `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
-       ON CONFLICT (user_id, field, guild_id) DO UPDATE
-          SET name = EXCLUDED.name, seen_at = EXCLUDED.seen_at
-        WHERE known_names.seen_at <= EXCLUDED.seen_at`,
-      valueColumns(values).map(textArray),
+    const iso = isoOf();
+    await this.insert('known_users (user_id, username, global_name, seen_at)', [
+      fresh.map((u) => u.userId),
+      fresh.map((u) => u.username ?? null),
+      fresh.map((u) => u.globalName ?? null),
+      fresh.map((u) => iso(u.seenAt)),
+    ]);
+    await this.insert('known_nicknames (user_id, guild_id, nickname, seen_at)', [
+      freshNicknames.map((v) => v.userId),
+      freshNicknames.map((v) => v.guildId),
+      freshNicknames.map((v) => v.name),
+      freshNicknames.map((v) => iso(v.seenAt)),
+    ]);
+    await this.update(
+      `known_users AS k
+          SET username = coalesce(u.username, k.username),
+              global_name = CASE WHEN u.said_global THEN u.global_name ELSE k.global_name END,
+              seen_at = u.seen_at
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[])
+              AS u(user_id, username, global_name, said_global, seen_at)
+        WHERE k.user_id = u.user_id AND k.seen_at <= u.seen_at`,
+      [
+        stored.map((u) => u.userId),
+        stored.map((u) => u.username ?? null),
+        stored.map((u) => u.globalName ?? null),
+        stored.map((u) => (u.globalName === undefined ? 'f' : 't')),
+        stored.map((u) => iso(u.seenAt)),
+      ],
+    );
+    await this.update(
+      `known_nicknames AS k SET nickname = n.nickname, seen_at = n.seen_at
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[])
+              AS n(user_id, guild_id, nickname, seen_at)
+        WHERE k.user_id = n.user_id AND k.guild_id = n.guild_id AND k.seen_at <= n.seen_at`,
+      [
+        storedNicknames.map((v) => v.userId),
+        storedNicknames.map((v) => v.guildId),
+        storedNicknames.map((v) => v.name),
+        storedNicknames.map((v) => iso(v.seenAt)),
+      ],
     );
   }
 
   /** Deletes every known name of the user. */
   async deleteOfUser(userId: string): Promise<void> {
-    await this.sql.query('DELETE FROM known_names WHERE user_id = $1', [userId]);
+    await this.sql.query('DELETE FROM known_users WHERE user_id = $1', [userId]);
+    await this.sql.query('DELETE FROM known_nicknames WHERE user_id = $1', [userId]);
+  }
+
+  /**
+   * Rows not stored yet, into `target` (the table and its columns, the last a timestamptz): by
+   * COPY where the database takes it (Postgres spends about 40 % less on a first sighting than
+   * through INSERT … unnest), else by INSERT.
+   */
+  private async insert(target: string, columns: (string | null)[][]): Promise<void> {
+    if (columns[0].length === 0) return;
+    if (this.sql.copySupported) {
+      return this.sql.copyIn(`COPY ${target} FROM STDIN`, copyText(columns));
+    }
+    const types = columns.map(
+      (_, i) => `$${i + 1}::${i === columns.length - 1 ? 'timestamptz' : 'text'}[]`,
+    );
+    await this.sql.query(
+      `INSERT INTO ${target} SELECT * FROM unnest(${types.join(', ')})`,
+      columns.map(textArray),
+    );
+  }
+
+  /** `UPDATE ${statement}`, its parameters the columns of the rows stored already (if any). */
+  private async update(statement: string, columns: (string | null)[][]): Promise<void> {
+    if (columns[0].length === 0) return;
+    await this.sql.query(`UPDATE ${statement}`, columns.map(textArray));
   }
 }
 
-function keyOf({ userId, field, guildId }: KnownNameKey): string {
-  return `${userId}\u0000${field}\u0000${guildId}`;
+/** One row of findOfMembers: the user's names if known, and the nickname in that server. */
+interface MemberRow {
+  userId: string;
+  guildId: string;
+  username: string | null;
+  globalName: string | null;
+  userSeenAt: Date | null;
+  nicknameFound: boolean | null;
+  nickname: string | null;
+  nicknameSeenAt: Date | null;
 }
 
-/** The values' columns, in the table's order: the key's, the name and seen_at (ISO). */
-function valueColumns(values: readonly KnownNameValue[]): (string | null)[][] {
-  const iso = isoOf();
-  return [...keyColumns(values), values.map((v) => v.name), values.map((v) => iso(v.seenAt))];
+/** A user's row as saved: a name left undefined is not moved forward. */
+interface UserNames {
+  userId: string;
+  username?: string;
+  globalName?: string | null;
+  seenAt: Date;
+}
+
+/**
+ * The user names among `values`, one row per user: a name not among them is left as stored
+ * (undefined), and the row is seen when the latest of them was (the staleness of both).
+ */
+function usersOf(values: readonly KnownNameValue[]): UserNames[] {
+  const users = new Map<string, UserNames>();
+  for (const { userId, field, name, seenAt } of values) {
+    if (field === 'nickname') continue;
+    let user = users.get(userId);
+    if (!user) users.set(userId, (user = { userId, seenAt }));
+    if (field === 'username') user.username = name!;
+    else user.globalName = name;
+    if (seenAt > user.seenAt) user.seenAt = seenAt;
+  }
+  return [...users.values()];
+}
+
+function memberOf({ userId, guildId }: { userId: string; guildId: string }): string {
+  return `${userId}\u0000${guildId}`;
+}
+
+function partition<T>(items: readonly T[], test: (item: T) => boolean): [T[], T[]] {
+  const yes: T[] = [];
+  const no: T[] = [];
+  for (const item of items) (test(item) ? yes : no).push(item);
+  return [yes, no];
 }
 
 /** Dates in ISO form, each formatted once per run of values seen at the same time. */
@@ -131,9 +225,4 @@ function isoOf(): (date: Date) => string {
     }
     return iso;
   };
-}
-
-/** The keys' columns: user ids, fields and servers. */
-function keyColumns(keys: readonly KnownNameKey[]): string[][] {
-  return [keys.map((k) => k.userId), keys.map((k) => k.field), keys.map((k) => k.guildId)];
 }

@@ -8,7 +8,8 @@ import { ConsumerPositionsRepository } from './consumers/consumer-positions.repo
 import { consumersConfig } from './consumers/consumers.config.js';
 import { NameEventConsumerPosition } from './consumers/name-event-consumer.entity.js';
 import { NameEventConsumers } from './consumers/name-event-consumers.service.js';
-import { KnownName } from './known-name.entity.js';
+import { KnownNickname } from './known-nickname.entity.js';
+import { KnownUser } from './known-user.entity.js';
 import { KnownNamesRepository } from './known-names.repository.js';
 import { nameEventsMigrations } from './migrations/index.js';
 import { NameChangeEvent } from './name-change-event.entity.js';
@@ -34,7 +35,7 @@ import { RecordingGuards } from './recording-guards.service.js';
 @Owns({
   config: [consumersConfig],
   migrations: nameEventsMigrations,
-  entities: [NameChangeEvent, KnownName, NameEventConsumerPosition],
+  entities: [NameChangeEvent, KnownUser, KnownNickname, NameEventConsumerPosition],
 })
 @Module({
   imports: [BusModule, DatabaseModule, DiscoveryModule, RedisModule],

@@ -108,6 +108,9 @@ export async function joinedEach(
 export async function knownNames(db: TestDatabase) {
   return db.query<{ userId: string; field: string; guildId: string; name: string | null }>(
     `SELECT user_id AS "userId", field, guild_id AS "guildId", name
-       FROM known_names ORDER BY user_id, field, guild_id`,
+       FROM (SELECT user_id, 'username' AS field, '' AS guild_id, username AS name FROM known_users
+             UNION ALL SELECT user_id, 'global_name', '', global_name FROM known_users
+             UNION ALL SELECT user_id, 'nickname', guild_id, nickname FROM known_nicknames) k
+      ORDER BY user_id, field, guild_id`,
   );
 }
