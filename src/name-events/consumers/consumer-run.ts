@@ -8,7 +8,7 @@ import type {
   NameEventHandler,
 } from './name-event-consumer.decorator.js';
 
-/** Woken once caught up, a consumer waits this long before it reads, gathering a batch. */
+/** Woken once caught up, a consumer waits this long before it reads (unless it says). */
 export const GATHER_MS = 50;
 /** Back-off after a failed batch: 1 s, doubling, up to a minute. */
 const RETRY_FIRST_MS = 1_000;
@@ -39,7 +39,7 @@ export interface ConsumerRunDeps {
  * aborts (the lease lost, or shutdown).
  */
 export async function runConsumer(
-  { name, batchSize, from }: Required<NameEventConsumerOptions>,
+  { name, batchSize, from, gatherMs }: Required<NameEventConsumerOptions>,
   handler: NameEventHandler,
   pollMs: number,
   deps: ConsumerRunDeps,
@@ -73,7 +73,7 @@ export async function runConsumer(
         await deps.nextWake(pollMs, signal);
         // Let a few more arrive: a batch per publish would cost the publish path's event loop
         // a transaction per publish.
-        await delay(GATHER_MS, undefined, { signal }).catch(() => undefined);
+        await delay(gatherMs, undefined, { signal }).catch(() => undefined);
       }
     } catch (error) {
       known = undefined;

@@ -13,7 +13,7 @@ import { Leases } from '../../redis/leases.js';
 import { NameChangeEventRepository } from '../name-change-event.repository.js';
 import { NameEventsService } from '../name-events.service.js';
 import { ConsumerPositionsRepository } from './consumer-positions.repository.js';
-import { runConsumer } from './consumer-run.js';
+import { GATHER_MS, runConsumer } from './consumer-run.js';
 import { consumersConfig } from './consumers.config.js';
 import {
   NameEventConsumer,
@@ -89,7 +89,7 @@ export class NameEventConsumers implements OnApplicationBootstrap, OnModuleDestr
       const found = this.discovery.getMetadataByDecorator(NameEventConsumer, wrapper);
       const handler = wrapper.instance as NameEventHandler | undefined;
       if (!found || !handler) continue;
-      const options = { batchSize: 100, from: 'now' as const, ...found };
+      const options = { batchSize: 100, from: 'now' as const, gatherMs: GATHER_MS, ...found };
       await this.positions.ensure(options.name, options.from).catch((error: Error) =>
         // The database is down: the run creates the row once it is back.
         this.logger.warn(`Consumer ${options.name}: not registered yet (${error.message})`),
