@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
 
 /** A 2xx is recorded this long after it came, with those that came meanwhile. */
-export const ACK_GATHER_MS = 50;
+export const ACK_GATHER_MS = 200;
 
 /**
  * The 2xx this instance's senders got and have not recorded yet. A sender does not wait for

@@ -11,7 +11,7 @@ import { WebhookSenders } from './webhook-senders.service.js';
  * The webhooks' door into the event log: each stored event is queued for every endpoint it
  * matches, in the consumer's transaction (so once), and the senders act on the queue.
  */
-@NameEventConsumer({ name: 'webhooks', batchSize: 500 })
+@NameEventConsumer({ name: 'webhooks', batchSize: 500, gatherMs: 200 })
 @Injectable()
 export class WebhookEventsConsumer implements NameEventHandler {
   constructor(
