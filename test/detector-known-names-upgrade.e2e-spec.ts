@@ -4,10 +4,6 @@
  * over, so that the first reconciliation after the upgrade records what changed meanwhile,
  * once, and nothing else. Through the built service, as deployments run it.
  */
-import { APPLICATION_MODULES } from '../src/app.module.js';
-import { collectOwned } from '../src/config/owns.decorator.js';
-import { runMigrationsApart } from '../src/database/migrate.js';
-import { postgresOptions } from '../src/database/postgres-options.js';
 import { SplitKnownNames1769300000000 } from '../src/name-events/migrations/1769300000000-split-known-names.js';
 import { uniqueRedisPrefix } from './support/app.js';
 import { TestDatabase } from './support/database.js';
@@ -15,6 +11,7 @@ import { byUser, knownNames, recordedChanges } from './support/detector.js';
 import { detectorProcessEnv, GUILD_A, GUILD_B } from './support/detector-app.js';
 import { reconciled } from './support/detector-metrics.js';
 import { apiMember, apiUser, FakeDiscord } from './support/fake-discord.js';
+import { migrateAllBut } from './support/schema.js';
 import { ensureBuilt, ServiceProcess } from './support/service-process.js';
 
 const ANN = apiUser('700000000000000011', 'ann_2', { global_name: 'Ann' });
@@ -30,14 +27,7 @@ describe('the known names of the previous schema, after an upgrade', () => {
   beforeAll(async () => {
     ensureBuilt();
     db = await TestDatabase.create();
-    const { entities, migrations } = collectOwned(APPLICATION_MODULES);
-    await runMigrationsApart(
-      postgresOptions({
-        url: db.url,
-        entities: [...entities],
-        migrations: migrations.filter((m) => m !== SplitKnownNames1769300000000),
-      }),
-    );
+    await migrateAllBut(db, [SplitKnownNames1769300000000]);
     // As the previous version left them: Ann known in both servers (a nickname in A), Ben
     // without a global name, Cy with none said (an update that did not carry it).
     await db.query(

@@ -1,13 +1,10 @@
-import { APPLICATION_MODULES } from '../src/app.module.js';
-import { collectOwned } from '../src/config/owns.decorator.js';
-import { runMigrationsApart } from '../src/database/migrate.js';
-import { postgresOptions } from '../src/database/postgres-options.js';
 import { searchMigrations } from '../src/search/migrations/index.js';
 import { uniqueRedisPrefix } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import { REDIS_URL } from './support/environment.js';
 import { http } from './support/http.js';
 import { PROCESS_TIMEOUT_MS } from './support/instances.js';
+import { migrateAllBut } from './support/schema.js';
 import { waitFor } from './support/ports.js';
 import { SEARCH, SEARCH_AUTH, SEARCH_TOKEN, type SearchBody } from './support/search.js';
 import { ensureBuilt, ServiceProcess } from './support/service-process.js';
@@ -28,16 +25,7 @@ describe('two instances starting at once on 1,000,000 events, the search index n
   beforeAll(async () => {
     ensureBuilt();
     db = await TestDatabase.create();
-    const { entities, migrations } = collectOwned(APPLICATION_MODULES);
-    await runMigrationsApart(
-      postgresOptions({
-        url: db.url,
-        entities: [...entities],
-        migrations: migrations.filter(
-          (migration) => !(searchMigrations as unknown[]).includes(migration),
-        ),
-      }),
-    );
+    await migrateAllBut(db, searchMigrations);
     await db.query(
       `INSERT INTO name_change_events (user_id, type, name, changed_at)
        SELECT 'user-' || (n % 100000), CASE WHEN n % 2 = 0 THEN 'username' ELSE 'displayname' END,
