@@ -203,7 +203,7 @@ function usersOf(values: readonly KnownNameValue[]): UserNames[] {
   return [...users.values()];
 }
 
-function memberOf({ userId, guildId }: { userId: string; guildId: string }): string {
+function memberOf({ userId, guildId }: ObservedMember): string {
   return `${userId}\u0000${guildId}`;
 }
 
