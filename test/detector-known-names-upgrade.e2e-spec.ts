@@ -17,6 +17,7 @@ import { ensureBuilt, ServiceProcess } from './support/service-process.js';
 const ANN = apiUser('700000000000000011', 'ann_2', { global_name: 'Ann' });
 const BEN = apiUser('700000000000000012', 'ben', { global_name: 'Benjamin' });
 const CY = apiUser('700000000000000013', 'cy');
+const DEE = apiUser('700000000000000014', 'dee');
 const SEEN_AT = '2025-01-02 03:04:05+00';
 
 describe('the known names of the previous schema, after an upgrade', () => {
@@ -29,7 +30,9 @@ describe('the known names of the previous schema, after an upgrade', () => {
     db = await TestDatabase.create();
     await migrateAllBut(db, [SplitKnownNames1769300000000]);
     // As the previous version left them: Ann known in both servers (a nickname in A), Ben
-    // without a global name, Cy with none said (an update that did not carry it).
+    // without a global name, Cy with none said (an update that did not carry it); and a
+    // nickname of Dee's without her user names, which that version never wrote: not carried
+    // over (a member's row goes with its user's), so she is a first sighting.
     await db.query(
       `INSERT INTO known_names (user_id, field, guild_id, name, seen_at)
        SELECT user_id, field, guild_id, name, $1::timestamptz
@@ -37,9 +40,10 @@ describe('the known names of the previous schema, after an upgrade', () => {
                       ($2, 'nickname', $5, 'Annie'), ($2, 'nickname', $6, NULL),
                       ($3, 'username', '', 'ben'), ($3, 'global_name', '', NULL),
                       ($3, 'nickname', $5, NULL),
-                      ($4, 'username', '', 'cy'), ($4, 'nickname', $5, 'C'))
+                      ($4, 'username', '', 'cy'), ($4, 'nickname', $5, 'C'),
+                      ($7, 'nickname', $5, 'Dee-Dee'))
               AS k(user_id, field, guild_id, name)`,
-      [SEEN_AT, ANN.id, BEN.id, CY.id, GUILD_A, GUILD_B],
+      [SEEN_AT, ANN.id, BEN.id, CY.id, GUILD_A, GUILD_B, DEE.id],
     );
     // Meanwhile: Ann's username, Ann's nickname in B and Ben's global name changed; Cy's
     // nickname went.
@@ -47,7 +51,12 @@ describe('the known names of the previous schema, after an upgrade', () => {
       guilds: [
         {
           id: GUILD_A,
-          members: [apiMember(ANN, { nick: 'Annie' }), apiMember(BEN), apiMember(CY)],
+          members: [
+            apiMember(ANN, { nick: 'Annie' }),
+            apiMember(BEN),
+            apiMember(CY),
+            apiMember(DEE, { nick: 'D' }),
+          ],
         },
         { id: GUILD_B, members: [apiMember(ANN, { nick: 'Ann in B' })] },
       ],
@@ -80,6 +89,9 @@ describe('the known names of the previous schema, after an upgrade', () => {
       { userId: CY.id, field: 'global_name', guildId: '', name: null },
       { userId: CY.id, field: 'nickname', guildId: GUILD_A, name: null },
       { userId: CY.id, field: 'username', guildId: '', name: 'cy' },
+      { userId: DEE.id, field: 'global_name', guildId: '', name: null },
+      { userId: DEE.id, field: 'nickname', guildId: GUILD_A, name: 'D' },
+      { userId: DEE.id, field: 'username', guildId: '', name: 'dee' },
     ]);
     expect(await db.query(`SELECT to_regclass('known_names') AS "table"`)).toEqual([
       { table: null },

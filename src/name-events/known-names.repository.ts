@@ -35,11 +35,14 @@ export class KnownNamesRepository {
 
   /**
    * The known names of `members`: the user's own (username, and global name, null when none is
-   * known) and their nickname in that server (absent: never seen). One probe of each table per
-   * member, each a LATERAL … LIMIT 1, which keeps it from being flattened into a join: for a
-   * table growing from empty (statistics not yet taken) the planner chose a hash join over the
-   * whole table, once per batch. A user in several of the members' servers comes back once per
-   * server.
+   * known) and their nickname in that server (absent: never seen). A probe of known_users per
+   * member, and of known_nicknames only for a user found there: a member's row is written with
+   * or after its user's and deleted with it (saveMany, deleteOfUser), so a user not known has
+   * no nickname known, and a first sighting costs one probe, not two (11 ms against 17 for
+   * 2,500 members). Each is a LATERAL … LIMIT 1, which keeps it from being flattened into a
+   * join: for a table growing from empty (statistics not yet taken) the planner chose a hash
+   * join over the whole table, once per batch. A user in several of the members' servers
+   * comes back once per server.
    */
   async findOfMembers(members: readonly ObservedMember[]): Promise<KnownNameValue[]> {
     if (members.length === 0) return [];
@@ -53,8 +56,9 @@ export class KnownNamesRepository {
                WHERE user_id = m.user_id LIMIT 1) u ON true
          LEFT JOIN LATERAL (
               SELECT true AS found, nickname, seen_at FROM known_nicknames
-               WHERE user_id = m.user_id AND guild_id = m.guild_id LIMIT 1) n ON true
-        WHERE u.username IS NOT NULL OR n.found`,
+               WHERE u.username IS NOT NULL AND user_id = m.user_id AND guild_id = m.guild_id
+               LIMIT 1) n ON true
+        WHERE u.username IS NOT NULL`,
       [textArray(members.map((m) => m.userId)), textArray(members.map((m) => m.guildId))],
     );
     const values: KnownNameValue[] = [];

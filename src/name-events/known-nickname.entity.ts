@@ -2,7 +2,11 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 const PRIMARY_KEY = 'PK_known_nicknames';
 
-/** A member's nickname in one server as the detector last saw it (see KnownUser). */
+/**
+ * A member's nickname in one server as the detector last saw it (see KnownUser). Written with
+ * or after its user's KnownUser and deleted with it: the lookup probes for it only where the
+ * user is known (KnownNamesRepository.findOfMembers).
+ */
 @Entity({ name: 'known_nicknames' })
 export class KnownNickname {
   @PrimaryColumn({ name: 'user_id', type: 'text', primaryKeyConstraintName: PRIMARY_KEY })

@@ -29,7 +29,9 @@ export class SplitKnownNames1769300000000 implements MigrationInterface {
     );
     await queryRunner.query(
       `INSERT INTO "known_nicknames" ("user_id", "guild_id", "nickname", "seen_at")
-       SELECT "user_id", "guild_id", "name", "seen_at" FROM "known_names" WHERE "field" = 'nickname'`,
+       SELECT n."user_id", n."guild_id", n."name", n."seen_at" FROM "known_names" n
+        WHERE n."field" = 'nickname'
+          AND EXISTS (SELECT 1 FROM "known_users" u WHERE u."user_id" = n."user_id")`,
     );
     await queryRunner.query(`DROP TABLE "known_names"`);
   }
