@@ -51,25 +51,23 @@ export class KnownNamesRepository {
               u.global_name AS "globalName", u.seen_at AS "userSeenAt",
               n.found AS "nicknameFound", n.nickname, n.seen_at AS "nicknameSeenAt"
          FROM unnest($1::text[], $2::text[]) AS m(user_id, guild_id)
-         LEFT JOIN LATERAL (
+        CROSS JOIN LATERAL (
               SELECT username, global_name, seen_at FROM known_users
-               WHERE user_id = m.user_id LIMIT 1) u ON true
+               WHERE user_id = m.user_id LIMIT 1) u
          LEFT JOIN LATERAL (
+              -- u.username: after u's probe, for the users found only (the planner may not reorder)
               SELECT true AS found, nickname, seen_at FROM known_nicknames
                WHERE u.username IS NOT NULL AND user_id = m.user_id AND guild_id = m.guild_id
-               LIMIT 1) n ON true
-        WHERE u.username IS NOT NULL`,
+               LIMIT 1) n ON true`,
       [textArray(members.map((m) => m.userId)), textArray(members.map((m) => m.guildId))],
     );
     const values: KnownNameValue[] = [];
     for (const { userId, guildId, ...row } of rows) {
-      if (row.username !== null) {
-        const seenAt = new Date(row.userSeenAt!);
-        values.push(
-          { userId, field: 'username', guildId: '', name: row.username, seenAt },
-          { userId, field: 'global_name', guildId: '', name: row.globalName, seenAt },
-        );
-      }
+      const seenAt = new Date(row.userSeenAt);
+      values.push(
+        { userId, field: 'username', guildId: '', name: row.username, seenAt },
+        { userId, field: 'global_name', guildId: '', name: row.globalName, seenAt },
+      );
       if (row.nicknameFound) {
         const seenAt = new Date(row.nicknameSeenAt!);
         values.push({ userId, field: 'nickname', guildId, name: row.nickname, seenAt });
@@ -170,13 +168,13 @@ export class KnownNamesRepository {
   }
 }
 
-/** One row of findOfMembers: the user's names if known, and the nickname in that server. */
+/** One row of findOfMembers: a known user's names, and the nickname in that server if known. */
 interface MemberRow {
   userId: string;
   guildId: string;
-  username: string | null;
+  username: string;
   globalName: string | null;
-  userSeenAt: Date | null;
+  userSeenAt: Date;
   nicknameFound: boolean | null;
   nickname: string | null;
   nicknameSeenAt: Date | null;
