@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { historyPath, type HistoryBody } from './support/api.js';
 import { useApp } from './support/app.js';
+import { http } from './support/http.js';
 import { nameEvent, type NameEventBody, uniqueUserId } from './support/events.js';
 import { waitFor } from './support/ports.js';
 import { admin } from './support/privacy.js';
@@ -207,18 +209,23 @@ describe('webhooks and what is erased or deleted', () => {
     }
   });
 
-  it('drops the queue of an endpoint deleted while it was failing', async () => {
+  it('stops retrying an endpoint deleted while it was failing, and keeps the events', async () => {
     const { id } = await blockedEndpoint();
-    await storeAll(fx.url, [nameEvent(), nameEvent()]);
+    const events = [nameEvent(), nameEvent()];
+    await storeAll(fx.url, events);
     await waitFor('3 pending', async () => (await pendingOf(id)) === 3);
     const attempts = receiver.received.length;
     expect((await endpointsOf(fx.url).delete(id)).status).toBe(200);
     created.splice(created.indexOf(id), 1);
-    const [{ count }] = await fx.db.query<{ count: number }>(
-      'SELECT count(*)::int AS count FROM webhook_deliveries WHERE endpoint_id = $1',
-      [id],
-    );
-    expect(count).toBe(0);
+    expect((await endpointsOf(fx.url).get(id)).status).toBe(404);
+    // The history is the service's, not the endpoint's.
+    for (const event of events) {
+      const history = await http<HistoryBody>(`${fx.url}${historyPath(event.userId)}`);
+      expect(history.status).toBe(200);
+      expect(history.body.prevnames).toEqual([
+        { type: event.type, name: event.name, changedAt: event.changedAt },
+      ]);
+    }
     // An attempt under way when the answer was given may finish; none starts after it.
     expect(receiver.received.length - attempts).toBeLessThanOrEqual(1);
   });

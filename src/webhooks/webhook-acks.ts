@@ -1,5 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
+import {
+  type DeliveredUpTo,
+  WebhookDeliveriesRepository,
+} from './webhook-deliveries.repository.js';
 
 /** A 2xx is recorded this long after it came, with those that came meanwhile. */
 export const ACK_GATHER_MS = 200;
@@ -16,15 +19,18 @@ export const ACK_GATHER_MS = 200;
 @Injectable()
 export class WebhookAcks {
   private readonly logger = new Logger('Webhooks');
-  private readonly unrecorded = new Map<string, string>();
+  private readonly unrecorded = new Map<string, DeliveredUpTo>();
   private recording: Promise<void> = Promise.resolve();
   private scheduled = false;
 
   constructor(private readonly deliveries: WebhookDeliveriesRepository) {}
 
-  /** `eventId` got its 2xx from `endpointId`: recorded within ACK_GATHER_MS. */
-  delivered(endpointId: string, eventId: string): void {
-    this.unrecorded.set(endpointId, eventId);
+  /**
+   * `upTo.eventId` got its 2xx from `endpointId` (or, null, the endpoint read past events not
+   * its own): recorded within ACK_GATHER_MS.
+   */
+  delivered(endpointId: string, upTo: DeliveredUpTo): void {
+    this.unrecorded.set(endpointId, merged(this.unrecorded.get(endpointId), upTo));
     if (this.scheduled) return;
     this.scheduled = true;
     setTimeout(() => {
@@ -34,26 +40,26 @@ export class WebhookAcks {
   }
 
   /** The endpoint's 2xx not recorded yet (null if none), for a statement of its sender's. */
-  async take(endpointId: string): Promise<string | null> {
+  async take(endpointId: string): Promise<DeliveredUpTo | null> {
     await this.recording;
-    const eventId = this.unrecorded.get(endpointId) ?? null;
+    const upTo = this.unrecorded.get(endpointId) ?? null;
     this.unrecorded.delete(endpointId);
-    return eventId;
+    return upTo;
   }
 
   /** Gives back what `take` gave when the statement that was to record it failed. */
-  untake(endpointId: string, eventId: string | null): void {
-    if (eventId !== null && !this.unrecorded.has(endpointId)) {
-      this.unrecorded.set(endpointId, eventId);
+  untake(endpointId: string, upTo: DeliveredUpTo | null): void {
+    if (upTo !== null) {
+      this.unrecorded.set(endpointId, merged(upTo, this.unrecorded.get(endpointId)));
     }
   }
 
   /** Records the endpoint's 2xx not recorded yet (its sender stops). */
   async flush(endpointId: string): Promise<void> {
-    const eventId = await this.take(endpointId);
-    if (eventId === null) return;
+    const upTo = await this.take(endpointId);
+    if (upTo === null) return;
     await this.deliveries
-      .delivered([[endpointId, eventId]])
+      .delivered([[endpointId, upTo]])
       .catch((error: Error) => this.logger.warn(`Endpoint ${endpointId}: ${error.message}`));
   }
 
@@ -65,8 +71,21 @@ export class WebhookAcks {
       await this.deliveries.delivered(acks);
     } catch (error) {
       // Recorded by the next statement instead (or covered by a later 2xx).
-      for (const [endpointId, eventId] of acks) this.untake(endpointId, eventId);
+      for (const [endpointId, upTo] of acks) this.untake(endpointId, upTo);
       this.logger.warn(`Could not record deliveries: ${(error as Error).message}`);
     }
   }
+}
+
+/** What `earlier` and then `later` record together (either may be missing). */
+function merged(
+  earlier: DeliveredUpTo | undefined,
+  later: DeliveredUpTo | undefined,
+): DeliveredUpTo {
+  if (!earlier) return later!;
+  if (!later) return earlier;
+  return {
+    eventId: later.eventId ?? earlier.eventId,
+    through: BigInt(later.through) > BigInt(earlier.through) ? later.through : earlier.through,
+  };
 }

@@ -46,6 +46,13 @@ export class WebhookEndpoint {
   @Column({ name: 'start_after', type: 'bigint' })
   startAfter: string;
 
+  /**
+   * Every matching event up to this id was delivered (or erased): its sender reads after it.
+   * Starts at `startAfter`.
+   */
+  @Column({ name: 'delivered_through', type: 'bigint' })
+  deliveredThrough: string;
+
   @Column({ name: 'last_delivered_event_id', type: 'bigint', nullable: true })
   lastDeliveredEventId: string | null;
 

@@ -27,16 +27,13 @@ const ENDPOINT_COLUMNS = `w.id::text AS id, w.url, w.format, w.user_id AS "userI
   w.description, w.created_at AS "createdAt"`;
 
 /**
- * An endpoint's pending events: its queued deliveries, and the matching events the consumer
- * has not queued yet (stored after both its start and the queue's position). Erased events
- * are in neither.
+ * An endpoint's pending events: the matching events stored after those delivered to it
+ * (erased events are not there to count).
  */
-const PENDING = `((SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = w.id)
-  + (SELECT count(*) FROM name_change_events e
-      WHERE e.id > greatest(w.start_after,
-                            coalesce((SELECT event_id FROM webhook_queue_position), 0))
-        AND (w.user_id IS NULL OR e.user_id = w.user_id)
-        AND (w.type IS NULL OR e.type = w.type)))::int`;
+const PENDING = `(SELECT count(*) FROM name_change_events e
+                   WHERE e.id > w.delivered_through
+                     AND (w.user_id IS NULL OR e.user_id = w.user_id)
+                     AND (w.type IS NULL OR e.type = w.type))::int`;
 
 const STATUS_COLUMNS = `${ENDPOINT_COLUMNS}, w.last_delivered_event_id::text AS "lastDeliveredEventId",
   ${PENDING} AS pending, w.failing_since AS "failingSince"`;
@@ -52,8 +49,8 @@ export class WebhookEndpointsRepository {
    */
   async create(endpoint: NewEndpoint): Promise<EndpointRow> {
     const [row] = await this.sql.query<EndpointRow>(
-      `INSERT INTO webhook_endpoints AS w (url, format, user_id, type, description, secret, start_after)
-       SELECT $1, $2, $3, $4, $5, $6, coalesce(max(id), 0) FROM name_change_events
+      `INSERT INTO webhook_endpoints AS w (url, format, user_id, type, description, secret, start_after, delivered_through)
+       SELECT $1, $2, $3, $4, $5, $6, last, last FROM (SELECT coalesce(max(id), 0) AS last FROM name_change_events) e
        RETURNING ${ENDPOINT_COLUMNS}`,
       [
         endpoint.url,
@@ -81,7 +78,7 @@ export class WebhookEndpointsRepository {
     return row;
   }
 
-  /** Deletes the endpoint and its queued deliveries; returns whether there was one. */
+  /** Deletes the endpoint; returns whether there was one. */
   async delete(id: string): Promise<boolean> {
     const { rowCount } = await this.sql.execute('DELETE FROM webhook_endpoints WHERE id = $1', [
       id,

@@ -8,8 +8,9 @@ import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js'
 import { WebhookSenders } from './webhook-senders.service.js';
 
 /**
- * The webhooks' door into the event log: each stored event is queued for every endpoint it
- * matches, in the consumer's transaction (so once), and the senders act on the queue.
+ * The webhooks' door into the event log: the consumer's position, kept where the senders
+ * read it, is how far they read the event table (every event up to it is committed, in id
+ * order), and each batch wakes them.
  */
 @NameEventConsumer({ name: 'webhooks', batchSize: 500, gatherMs: 200 })
 @Injectable()
@@ -19,8 +20,8 @@ export class WebhookEventsConsumer implements NameEventHandler {
     private readonly senders: WebhookSenders,
   ) {}
 
-  handle(events: readonly StoredNameEvent[]): Promise<void> {
-    return this.deliveries.enqueue(events);
+  async handle(events: readonly StoredNameEvent[]): Promise<void> {
+    if (events.length > 0) await this.deliveries.readUpTo(events[events.length - 1].id);
   }
 
   committed(): void {

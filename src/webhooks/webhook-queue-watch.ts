@@ -9,8 +9,8 @@ import type { SharedStamp } from '../common/shared-stamp.js';
 export const QUEUE_CHANGED_CHANNEL = 'webhook_queue_changed';
 
 /**
- * Tells the senders when queued deliveries were taken away by anyone, on any instance: an
- * event erased (erasure, opt-out, retention) or an endpoint deleted. Postgres notifies
+ * Tells the senders when events they read may have been taken away by anyone, on any
+ * instance: an event erased (erasure, opt-out, retention) or an endpoint deleted. Postgres notifies
  * QUEUE_CHANGED_CHANNEL when such a statement commits, and this instance listens
  * (PostgresNotifications). A sender may trust what it read while `stamp()` is unchanged;
  * while nothing listens (the embedded database, which takes one connection; a lost
@@ -24,7 +24,7 @@ export class WebhookQueueWatch {
     this.watch = notifications.watch(QUEUE_CHANGED_CHANNEL);
   }
 
-  /** Changes whenever the queue may have lost deliveries; undefined while nothing listens. */
+  /** Changes whenever read events may have gone; undefined while nothing listens. */
   stamp(): number | undefined {
     return this.watch.stamp();
   }

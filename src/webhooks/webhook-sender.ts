@@ -4,6 +4,7 @@ import type { WebhookAcks } from './webhook-acks.js';
 import { retryDelayMs } from './webhook-backoff.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import type {
+  DeliveredUpTo,
   SenderEndpoint,
   WebhookDeliveriesRepository,
 } from './webhook-deliveries.repository.js';
@@ -24,7 +25,7 @@ export interface SenderDeps {
   stamp(): number | undefined;
 }
 
-/** "Deliveries may have been queued": a sender that found none waits for this, or the poll. */
+/** "Events may have been read": a sender that found none waits for this, or the poll. */
 export class SenderWake {
   private woken = false;
   private waiting?: () => void;
@@ -34,7 +35,7 @@ export class SenderWake {
     this.waiting?.();
   }
 
-  /** Before a look: what is queued from now on wakes the next `wait`. */
+  /** Before a look: what is read from now on wakes the next `wait`. */
   look(): void {
     this.woken = false;
   }
@@ -55,11 +56,11 @@ export class SenderWake {
   }
 }
 
-/** Queued events read at once. */
+/** Events read at once. */
 const BATCH = 100;
 
 /**
- * The deliveries of one endpoint, while this instance holds its lease: the oldest queued
+ * The deliveries of one endpoint, while this instance holds its lease: the oldest undelivered
  * event, attempted until it gets a 2xx, retried with back-off otherwise, then the next one:
  * in id order, one at a time. Events are read a batch at a time, and the read is trusted
  * until WebhookQueueWatch's stamp changes (an erasure, a deletion of the endpoint, anywhere):
@@ -82,6 +83,8 @@ export async function runSender(
   const { acks } = deps;
   let endpoint: SenderEndpoint | undefined;
   let batch: StoredNameEvent[] = [];
+  /** Once the batch is delivered, every matching event up to this id is. */
+  let through = '0';
   /** The watch's stamp when the batch was read (undefined: nothing watches). */
   let readAt: number | undefined;
   /** batch[0] was checked (just read, or checked since): no statement before its attempt. */
@@ -89,7 +92,7 @@ export async function runSender(
   let failures = 0;
   try {
     while (!signal.aborted) {
-      let delivered: string | null = null;
+      let delivered: DeliveredUpTo | null = null;
       try {
         if (batch.length > 0 && readAt !== undefined && readAt !== deps.stamp()) batch = [];
         if (batch.length === 0) {
@@ -98,15 +101,20 @@ export async function runSender(
           delivered = await acks.take(endpointId);
           const next = await deps.deliveries.next(endpointId, delivered, BATCH);
           if (!next) return;
-          ({ endpoint, events: batch } = next);
+          ({ endpoint, events: batch, through } = next);
           if (endpoint.gone) batch = [];
           checked = true;
-          if (batch.length === 0) await wake.wait(deps.pollMs, signal);
+          if (batch.length > 0) continue;
+          // Read past events not its own: the next read starts after them.
+          if (!endpoint.gone && through !== next.deliveredThrough) {
+            acks.delivered(endpointId, { eventId: null, through });
+          }
+          await wake.wait(deps.pollMs, signal);
           continue;
         }
         if (!checked && readAt === undefined) {
           delivered = await acks.take(endpointId);
-          const queued = await deps.deliveries.stillQueued(endpointId, delivered, batch[0].id);
+          const queued = await deps.deliveries.stillToSend(endpointId, delivered, batch[0].id);
           if (queued === undefined) return;
           if (!queued) {
             batch = [];
@@ -130,7 +138,7 @@ export async function runSender(
         (eventId) => {
           failures = 0;
           deps.attempted('delivered');
-          acks.delivered(endpointId, eventId);
+          acks.delivered(endpointId, { eventId, through: batch.length === 1 ? through : eventId });
           batch.shift();
         },
       );

@@ -101,7 +101,7 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
       .catch((error: Error) => this.logger.warn(`Endpoint ${id}: ${error.message}`));
   }
 
-  /** Deliveries were queued: the senders that found none look again. */
+  /** The webhooks consumer read more events: the senders that found none look again. */
   wakeAll(): void {
     for (const sender of this.senders.values()) sender.wake.notify();
   }

@@ -22,7 +22,7 @@ export class WebhooksVariables {
   WEBHOOK_LEASE_MS: number = 15_000;
 
   @Variable(
-    'how often an idle sender looks for deliveries queued by another instance, and instances for endpoints created elsewhere',
+    'how often an idle sender looks for events read by another instance, and instances for endpoints created elsewhere',
   )
   @IsOptional()
   @ToInteger()

@@ -8,7 +8,6 @@ import { RedisModule } from '../redis/redis.module.js';
 import { WebhookAcks } from './webhook-acks.js';
 import { webhooksMigrations } from './migrations/index.js';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
-import { WebhookDelivery, WebhookQueuePosition } from './webhook-delivery.entity.js';
 import {
   DELIVERY_WORKER_URL,
   deliveryWorkerUrl,
@@ -19,14 +18,15 @@ import { WebhookEndpointsController } from './webhook-endpoints.controller.js';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 import { WebhookEndpointsService } from './webhook-endpoints.service.js';
 import { WebhookEventsConsumer } from './webhook-events.consumer.js';
+import { WebhookQueuePosition } from './webhook-queue-position.entity.js';
 import { WebhookQueueWatch } from './webhook-queue-watch.js';
 import { WebhookSenders } from './webhook-senders.service.js';
 import { webhooksConfig } from './webhooks.config.js';
 
 /**
  * Outbound webhooks: the endpoint routes (administration, off unless ADMIN_TOKEN is set),
- * a consumer of the event log that queues each event for the endpoints it matches, and the
- * senders that deliver the queue, one instance per endpoint at a time. Offers nothing to
+ * a consumer of the event log that tells the senders how far the log can be read, and the
+ * senders that deliver it, one instance per endpoint at a time. Offers nothing to
  * other modules.
  */
 @Owns({
@@ -39,7 +39,7 @@ import { webhooksConfig } from './webhooks.config.js';
   ],
   config: [webhooksConfig],
   migrations: webhooksMigrations,
-  entities: [WebhookEndpoint, WebhookDelivery, WebhookQueuePosition],
+  entities: [WebhookEndpoint, WebhookQueuePosition],
 })
 @Module({
   imports: [AdminModule, DatabaseModule, NameEventsModule, RedisModule],
