@@ -31,7 +31,7 @@ describe('standard webhooks', () => {
   const idsOf = async (userId: string) =>
     (
       await fx.db.query<{ id: string }>(
-        'SELECT id::text AS id FROM name_change_events WHERE user_id = $1 ORDER BY id',
+        'SELECT e.id::text AS id FROM name_change_events e WHERE e.user_id = $1 ORDER BY e.id',
         [userId],
       )
     ).map((row) => row.id);
@@ -91,7 +91,7 @@ describe('standard webhooks', () => {
 
   it('sends only the events its userId and type filters match', async () => {
     const userId = uniqueUserId('filtered');
-    await register({ userId, type: 'displayname' });
+    const { id } = await register({ userId, type: 'displayname' });
     const wanted = nameEvent({ userId, type: 'displayname', name: 'wanted' });
     await storeAll(fx.url, [
       nameEvent({ userId, type: 'username' }),
@@ -103,6 +103,25 @@ describe('standard webhooks', () => {
     await store(fx.url, last);
     await waitFor('the last match', () => receiver.received.length > 1);
     expect(receiver.data.map(fieldsOf)).toEqual([wanted, last].map(fieldsOf));
+
+    // Events that are not its own are read past once: its position moves beyond them.
+    const others = [nameEvent({ type: 'displayname' }), nameEvent({ userId, type: 'username' })];
+    await storeAll(fx.url, others);
+    const newest = (await idsOf(userId)).at(-1);
+    const positionOf = async () =>
+      (
+        await fx.db.query<{ through: string }>(
+          'SELECT delivered_through::text AS through FROM webhook_endpoints WHERE id = $1',
+          [id],
+        )
+      )[0].through;
+    await waitFor('read past the others', async () => (await positionOf()) === newest);
+    expect(await statusOf(fx.url, id)).toMatchObject({
+      lastDeliveredEventId: receiver.data[1].id,
+      pending: 0,
+      failingSince: null,
+    });
+    expect(receiver.received).toHaveLength(2);
   });
 
   it('retries an event answered 500 with the same webhook-id, keeps the order, and tells it failing meanwhile', async () => {
