@@ -6,8 +6,8 @@ export type WebhookFormat = (typeof WEBHOOK_FORMATS)[number];
 
 /**
  * An endpoint an operator registered: where events go, in which format, filtered how, and
- * how its deliveries stand. It gets the events stored after `startAfter` (the newest event id
- * when it was created).
+ * how its deliveries stand. It gets the events stored after it was created (from
+ * `deliveredThrough` as it starts).
  */
 @Entity({ name: 'webhook_endpoints' })
 @Check('webhook_endpoints_format_check', `"format" IN ('standard', 'discord')`)
@@ -43,12 +43,9 @@ export class WebhookEndpoint {
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
-  @Column({ name: 'start_after', type: 'bigint' })
-  startAfter: string;
-
   /**
    * Every matching event up to this id was delivered (or erased): its sender reads after it.
-   * Starts at `startAfter`.
+   * Starts at the newest event id when the endpoint was created.
    */
   @Column({ name: 'delivered_through', type: 'bigint' })
   deliveredThrough: string;

@@ -49,8 +49,8 @@ export class WebhookEndpointsRepository {
    */
   async create(endpoint: NewEndpoint): Promise<EndpointRow> {
     const [row] = await this.sql.query<EndpointRow>(
-      `INSERT INTO webhook_endpoints AS w (url, format, user_id, type, description, secret, start_after, delivered_through)
-       SELECT $1, $2, $3, $4, $5, $6, last, last FROM (SELECT coalesce(max(id), 0) AS last FROM name_change_events) e
+      `INSERT INTO webhook_endpoints AS w (url, format, user_id, type, description, secret, delivered_through)
+       SELECT $1, $2, $3, $4, $5, $6, coalesce(max(id), 0) FROM name_change_events
        RETURNING ${ENDPOINT_COLUMNS}`,
       [
         endpoint.url,
