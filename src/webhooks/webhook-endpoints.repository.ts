@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { SqlService } from '../database/sql.service.js';
 import type { NameType } from '../name-events/name-event.types.js';
+import { matchingEvents } from './webhook-deliveries.repository.js';
 import type { WebhookFormat } from './webhook-endpoint.entity.js';
 
 /** An endpoint as registered (its secret aside). */
@@ -30,10 +31,7 @@ const ENDPOINT_COLUMNS = `w.id::text AS id, w.url, w.format, w.user_id AS "userI
  * An endpoint's pending events: the matching events stored after those delivered to it
  * (erased events are not there to count).
  */
-const PENDING = `(SELECT count(*) FROM name_change_events e
-                   WHERE e.id > w.delivered_through
-                     AND (w.user_id IS NULL OR e.user_id = w.user_id)
-                     AND (w.type IS NULL OR e.type = w.type))::int`;
+const PENDING = `(SELECT count(*) FROM (${matchingEvents('w.delivered_through')}) e)::int`;
 
 const STATUS_COLUMNS = `${ENDPOINT_COLUMNS}, w.last_delivered_event_id::text AS "lastDeliveredEventId",
   ${PENDING} AS pending, w.failing_since AS "failingSince"`;
