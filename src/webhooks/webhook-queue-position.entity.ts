@@ -2,7 +2,7 @@ import { Check, Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
  * The id of the last event the webhooks consumer has read (one row): every event up to it is
- * committed, so the senders read up to it and no further, and `pending` counts past it too.
+ * committed, so the senders read up to it and no further.
  */
 @Entity({ name: 'webhook_queue_position' })
 @Check('webhook_queue_position_one_row', `"id"`)
