@@ -32,7 +32,8 @@ const RECORD_STATES = `
   window.__states = [];
   new MutationObserver(() => {
     const indicator = document.getElementById('connection');
-    if (!indicator) return;
+    // Not yet whole: the parser has given the element but not its text (seen under load).
+    if (!indicator || indicator.textContent.trim() === '') return;
     const entry = indicator.dataset.state + ': ' + indicator.textContent.trim();
     if (window.__states.at(-1) !== entry) window.__states.push(entry);
   }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
