@@ -133,6 +133,11 @@ describe('the webhook-endpoint routes', () => {
       'description must not contain NUL characters or unpaired surrogates',
     ],
     [{ url: 'http://127.0.0.1/', description: 3 }, 'description must be a string'],
+    // An optional field is left out, not sent as null (the answers' nulls say "none").
+    [{ url: 'http://127.0.0.1/', format: null }, 'format must be one of: standard, discord'],
+    [{ url: 'http://127.0.0.1/', userId: null }, 'userId must be a string'],
+    [{ url: 'http://127.0.0.1/', type: null }, 'type must be one of: username, displayname'],
+    [{ url: 'http://127.0.0.1/', description: null }, 'description must be a string'],
     [{ url: 'http://127.0.0.1/', secret: 'whsec_x' }, 'property secret should not exist'],
   ])('refuses %j with 400 naming the field', async (body, message) => {
     const res = await api().create(body);

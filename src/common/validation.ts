@@ -5,6 +5,13 @@ import {
   ValidationPipe,
 } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
+import { ValidateIf } from 'class-validator';
+
+/**
+ * An optional property of a body: absent, it is not checked; present, null included, it is.
+ * (class-validator's IsOptional lets null through as well, for a field that takes no null.)
+ */
+export const IsOmittable = () => ValidateIf((_object, value) => value !== undefined);
 
 /**
  * Keys that would reach an object's prototype if a transformer assigned them, and the names

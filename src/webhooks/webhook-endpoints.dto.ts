@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
-import { IsDefined, IsIn, IsOptional, IsString, ValidateBy } from 'class-validator';
+import { IsDefined, IsIn, IsString, ValidateBy } from 'class-validator';
 import { CodePointLength, IsStorableText } from '../common/string-rules.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
+import { IsOmittable } from '../common/validation.js';
 import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
 import { WEBHOOK_FORMATS, type WebhookFormat } from './webhook-endpoint.entity.js';
 import { isHttpUrl } from './webhook-targets.js';
@@ -38,7 +39,7 @@ export class CreateWebhookEndpointDto {
     description:
       '`standard` (the default): Standard Webhooks, signed with the secret. `discord`: a Discord channel webhook message.',
   })
-  @IsOptional()
+  @IsOmittable()
   @IsIn(WEBHOOK_FORMATS, { message: `format must be one of: ${WEBHOOK_FORMATS.join(', ')}` })
   format?: WebhookFormat;
 
@@ -48,12 +49,12 @@ export class CreateWebhookEndpointDto {
     maxLength: USER_ID_MAX_LENGTH,
     example: '123456789012345678',
   })
-  @IsOptional()
+  @IsOmittable()
   @IsUserId()
   userId?: string;
 
   @ApiPropertyOptional({ enum: NAME_TYPES, enumName: 'NameType', description: 'Only this kind.' })
-  @IsOptional()
+  @IsOmittable()
   @IsIn(NAME_TYPES, { message: `type must be one of: ${NAME_TYPES.join(', ')}` })
   type?: NameType;
 
@@ -65,7 +66,7 @@ export class CreateWebhookEndpointDto {
   @IsStorableText()
   @CodePointLength(0, DESCRIPTION_MAX_LENGTH)
   @IsString({ message: 'description must be a string' })
-  @IsOptional()
+  @IsOmittable()
   description?: string;
 }
 
