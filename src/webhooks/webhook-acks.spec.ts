@@ -48,6 +48,29 @@ describe('WebhookAcks', () => {
     ]);
   });
 
+  it('records a 2xx at once after a quiet spell, and those that follow within ACK_GATHER_MS together', async () => {
+    acks.delivered('1', { eventId: '10', through: '10' });
+    await jest.advanceTimersByTimeAsync(0);
+    expect(statements.made).toEqual([[['1', { eventId: '10', through: '10' }]]]);
+
+    acks.delivered('1', { eventId: '11', through: '11' });
+    acks.delivered('2', { eventId: '12', through: '12' });
+    await jest.advanceTimersByTimeAsync(ACK_GATHER_MS - 1);
+    expect(statements.made).toHaveLength(1);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(statements.made.slice(1)).toEqual([
+      [
+        ['1', { eventId: '11', through: '11' }],
+        ['2', { eventId: '12', through: '12' }],
+      ],
+    ]);
+
+    await jest.advanceTimersByTimeAsync(ACK_GATHER_MS);
+    acks.delivered('2', { eventId: '13', through: '13' });
+    await jest.advanceTimersByTimeAsync(0);
+    expect(statements.made.slice(2)).toEqual([[['2', { eventId: '13', through: '13' }]]]);
+  });
+
   it('gives what a failed statement was to record to the next, without undoing a later 2xx', async () => {
     acks.delivered('1', { eventId: '10', through: '14' });
     statements.fail = true;

@@ -4,15 +4,17 @@ import {
   WebhookDeliveriesRepository,
 } from './webhook-deliveries.repository.js';
 
-/** A 2xx is recorded this long after it came, with those that came meanwhile. */
+/** Statements recording 2xx are at least this far apart: a 2xx waits at most this long. */
 export const ACK_GATHER_MS = 200;
 
 /**
  * The 2xx this instance's senders got and have not recorded yet. A sender does not wait for
- * its 2xx to be recorded before its next attempt: the 2xx every sender got within
- * ACK_GATHER_MS are recorded by one statement, made while the senders go on (a 2xx records
- * every event before it). While a statement is under way, the next 2xx wait
- * for the one after it. A sender that makes a statement of its own (a read, a failure) takes
+ * its 2xx to be recorded before its next attempt: a 2xx is recorded at once (in the next turn
+ * of the event loop) when none was recorded in the last ACK_GATHER_MS, else with every 2xx
+ * that comes until then, by one statement made while the senders go on (a 2xx records every
+ * event before it). So the status of a quiet endpoint is current within milliseconds, and a
+ * busy instance makes five statements a second however many 2xx it gets. While a statement
+ * is under way, the next 2xx wait for the one after it. A sender that makes a statement of its own (a read, a failure) takes
  * its unrecorded 2xx into it, after the statement under way: so a failure recorded after a
  * 2xx is never undone by it.
  */
@@ -22,21 +24,25 @@ export class WebhookAcks {
   private readonly unrecorded = new Map<string, DeliveredUpTo>();
   private recording: Promise<void> = Promise.resolve();
   private scheduled = false;
+  /** When the last statement was started (ms since the epoch). */
+  private lastRecordAt = 0;
 
   constructor(private readonly deliveries: WebhookDeliveriesRepository) {}
 
   /**
    * `upTo.eventId` got its 2xx from `endpointId` (or, null, the endpoint read past events not
-   * its own): recorded within ACK_GATHER_MS.
+   * its own): recorded at once, or within ACK_GATHER_MS when 2xx keep coming.
    */
   delivered(endpointId: string, upTo: DeliveredUpTo): void {
     this.unrecorded.set(endpointId, merged(this.unrecorded.get(endpointId), upTo));
     if (this.scheduled) return;
     this.scheduled = true;
+    const wait = Math.max(0, this.lastRecordAt + ACK_GATHER_MS - Date.now());
     setTimeout(() => {
       this.scheduled = false;
+      this.lastRecordAt = Date.now();
       this.recording = this.recording.then(() => this.record());
-    }, ACK_GATHER_MS);
+    }, wait);
   }
 
   /** The endpoint's 2xx not recorded yet (null if none), for a statement of its sender's. */
