@@ -10,6 +10,10 @@ import type { APIGatewaySessionStartLimit } from 'discord.js';
  * one closer than the window.
  */
 export const IDENTIFY_WINDOW_MS = 5_250;
+/** Discord's session-start budget is a day's: after a reset, the next comes a day later. */
+export const DAY_MS = 86_400_000;
+/** A bot's daily session starts, where Discord's answer does not say. */
+export const DEFAULT_DAILY_TOTAL = 1_000;
 /** Below this many session starts left today, each identify is logged as a warning. */
 const LOW_BUDGET = 100;
 
@@ -23,8 +27,8 @@ const LOW_BUDGET = 100;
 export abstract class IdentifyGate {
   protected readonly logger = new Logger('DiscordDetector');
   protected limit: APIGatewaySessionStartLimit = {
-    total: 1_000,
-    remaining: 1_000,
+    total: DEFAULT_DAILY_TOTAL,
+    remaining: DEFAULT_DAILY_TOTAL,
     reset_after: 86_400_000,
     max_concurrency: 1,
   };
@@ -109,7 +113,10 @@ export class LocalIdentifyGate extends IdentifyGate {
     if (this.left <= 0 && now < this.resetAt) {
       return Promise.resolve({ granted: false, waitMs: this.resetAt - now, budgetSpent: true });
     }
-    if (this.left <= 0) this.left = this.limit.total;
+    if (now >= this.resetAt) {
+      this.left = this.limit.total || DEFAULT_DAILY_TOTAL;
+      this.resetAt = now + DAY_MS;
+    }
     this.left -= 1;
     this.nextAt.set(bucket, now + IDENTIFY_WINDOW_MS);
     return Promise.resolve({ granted: true, left: this.left });
