@@ -14,6 +14,7 @@ import {
 } from './support/detector-lease.js';
 import { reconciled } from './support/detector-metrics.js';
 import type { GatewayConnection } from './support/fake-discord.js';
+import { metric } from './support/metrics.js';
 import { waitFor } from './support/ports.js';
 
 describe("a shard's lease across instances (one Redis, one Discord)", () => {
@@ -121,5 +122,34 @@ describe("a shard's lease across instances (one Redis, one Discord)", () => {
     await lease.redis.del(lease.oldKey);
     await lease.running(tokenOf(app));
     expect(await lease.redis.get(lease.oldKey)).toBe(tokenOf(app));
+  });
+
+  it('lets its shard go when an instance of the old version wins the old lease, and takes it back after', async () => {
+    const app = await lease.start();
+    const first = await lease.identified(0);
+    await reconciled(app.url, 1);
+    expect(await lease.redis.get(lease.oldKey)).toBe(tokenOf(app));
+    // As when this version's holder of the old lease died and an old instance took it.
+    await lease.redis.set(lease.oldKey, 'old-version-instance', 'PX', HELD_BY_THE_TEST_MS);
+    await waitFor('the shard let go', () => first.closeCode !== undefined, {
+      timeoutMs: LEASE_MS * 3 + 5_000,
+    });
+    expect(first.closeCode).toBe(4200);
+    expect(
+      await metric(app.url, 'name_history_detector_shard_handovers_total{reason="old_version"}'),
+    ).toBe(1);
+    expect(await lease.redis.get(lease.key)).toBeNull();
+    // Nothing more while the old instance holds it.
+    const from = lease.commandCount;
+    await waitFor(
+      'two tries at the old lease',
+      () => lease.attempts(tokenOf(app), from, lease.oldKey) >= 2,
+    );
+    expect(lease.attempts(tokenOf(app), from)).toBe(0);
+    expect(lease.discord.connections.filter((c) => c.closeCode === undefined)).toEqual([]);
+    // The old instance is gone: the shard's session is resumed.
+    await lease.redis.del(lease.oldKey);
+    await lease.running(tokenOf(app));
+    expect(lease.discord.identifies).toHaveLength(1);
   });
 });

@@ -117,7 +117,13 @@ export class DiscordGateway {
       },
     });
     this.connections.set(shardId, connection);
-    await connection.connect();
+    try {
+      await connection.connect();
+    } catch (error) {
+      // Not started (its session could not be read): nothing of it is left to stop.
+      if (this.connections.get(shardId) === connection) this.connections.delete(shardId);
+      throw error;
+    }
   }
 
   /** Closes the shard's connection; `resumable` keeps its session for the next holder. */

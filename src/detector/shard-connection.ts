@@ -68,6 +68,8 @@ export class ShardConnection implements IContextFetchingStrategy {
   private session: SessionInfo | null = null;
   /** Set while closing for a handover: the session outlives the connection. */
   private keepSession = false;
+  /** Closed: a connect still loading its session stops there (its lease may be gone). */
+  private closed = false;
   private readonly sequence = new StoredSequence();
   private saveTimer?: NodeJS.Timeout;
   private saving: Promise<void> = Promise.resolve();
@@ -118,6 +120,8 @@ export class ShardConnection implements IContextFetchingStrategy {
   /** Connects: resumes the stored session when there is one, else identifies (in turn). */
   async connect(): Promise<void> {
     const stored = await this.sessions.load(this.shardId);
+    // Closed while the session loaded: @discordjs/ws had nothing to close yet.
+    if (this.closed) return;
     this.session = stored;
     this.botUserId = stored?.botUserId;
     if (stored) this.sequence.reset(stored.sequence);
@@ -130,6 +134,7 @@ export class ShardConnection implements IContextFetchingStrategy {
    * Discord's side, and the session kept in the store, for the next holder to resume.
    */
   async close({ resumable }: { resumable: boolean }): Promise<void> {
+    this.closed = true;
     this.keepSession = resumable;
     await this.shard.destroy(resumable ? { code: RESUMABLE_CLOSE } : { code: 1000 });
     clearTimeout(this.saveTimer);

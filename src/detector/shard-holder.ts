@@ -11,7 +11,7 @@ export const OLD_DETECTOR_LEASE = 'detector';
 export const shardLease = (shardId: number) => `detector-shard:${shardId}`;
 
 /** Why a shard is let go of, as counted in the metrics. */
-type Handover = 'rebalance' | 'stop' | 'lost';
+type Handover = 'rebalance' | 'stop' | 'lost' | 'failed' | 'old_version';
 
 /**
  * Which shards this instance runs: a lease per shard (the shared `Leases`), and a heartbeat
@@ -23,9 +23,11 @@ type Handover = 'rebalance' | 'stop' | 'lost';
  *
  * Rolling upgrade: instances of the version before this one run every shard under the one
  * lease `detector`. Instances of this version compete for that lease too, and take shards
- * only while one of them holds it: while an old instance holds it, they take none. Left
- * open: should the new holder of that lease die while an old instance still runs, the old
- * one may win it when it expires (a window of one lease, during the upgrade only).
+ * only while one of them holds it: while an old instance holds it, they take none. Should
+ * the holder of this version die while an old instance still runs, the old one may win it
+ * when it expires: held by no live instance of this version for two leases, it is an old
+ * one's, and every shard here is let go of (a holder of this version says so at once). The
+ * old instance and these may overlap for that long, during an upgrade only.
  */
 export class ShardHolder {
   private readonly logger = new Logger('DiscordDetector');
@@ -33,9 +35,14 @@ export class ShardHolder {
   private readonly fence: LeaseCompetition;
   private timer?: NodeJS.Timeout;
   private tick: Promise<void> = Promise.resolve();
+  private beating = false;
+  /** A heartbeat was asked for while one was under way. */
+  private again = false;
   private running = false;
   private cooldownUntil = 0;
   private live = 0;
+  /** Since when the old lease has been held by no live instance of this version. */
+  private unclaimedSince?: number;
 
   constructor(
     private readonly gateway: DiscordGateway,
@@ -46,8 +53,11 @@ export class ShardHolder {
     private readonly metrics: MetricsService,
   ) {
     this.fence = new LeaseCompetition(leases, OLD_DETECTOR_LEASE, leaseMs, {
-      acquired: (lease) =>
-        this.logger.log(`Holding ${lease.name}: no instance of the old version runs a shard`),
+      acquired: (lease) => {
+        this.logger.log(`Holding ${lease.name}: no instance of the old version runs a shard`);
+        // Said at once: the others take a lease held by none of them for an old instance's.
+        this.heartbeatNow();
+      },
     });
   }
 
@@ -86,10 +96,21 @@ export class ShardHolder {
     clearTimeout(this.timer);
     if (!this.running) return;
     this.timer = setTimeout(() => {
+      this.beating = true;
       this.tick = this.heartbeat()
         .catch((error: Error) => this.logger.warn(`Detector heartbeat failed: ${error.message}`))
-        .finally(() => this.schedule(this.everyMs));
+        .finally(() => {
+          this.beating = false;
+          this.schedule(this.again ? 0 : this.everyMs);
+          this.again = false;
+        });
     }, ms);
+  }
+
+  /** The next heartbeat now, or just after the one under way (never two at once). */
+  private heartbeatNow(): void {
+    if (this.beating) this.again = true;
+    else this.schedule(0);
   }
 
   private async heartbeat(): Promise<void> {
@@ -100,6 +121,14 @@ export class ShardHolder {
     );
     this.live = live.length;
     if (!this.running) return;
+    if (this.oldVersionRunning(live.some((i) => i.fence))) {
+      if (this.held.size === 0) return;
+      this.logger.warn(
+        `An instance of the old version holds the lease ${OLD_DETECTOR_LEASE}: letting every shard go`,
+      );
+      await Promise.all(this.shardIds.map((id) => this.letGo(id, 'old_version', true)));
+      return;
+    }
     const self = live.find((i) => i.token === this.token);
     const plan = planShards({
       shardCount: this.gateway.shardCount,
@@ -122,6 +151,20 @@ export class ShardHolder {
     if (plan.take === 0 || (self?.ageMs ?? 0) < this.everyMs) return;
     if (!live.some((i) => i.fence)) return;
     await this.takeFree(plan.take);
+  }
+
+  /**
+   * Whether an instance of the old version runs the shards: the old lease held, and by no live
+   * instance of this version (`claimed`) for two leases. One of this version that died would
+   * have lost it within one, and the one that took it after would have said so at once.
+   */
+  private oldVersionRunning(claimed: boolean): boolean {
+    if (claimed || !this.fence.heldElsewhere) {
+      this.unclaimedSince = undefined;
+      return false;
+    }
+    this.unclaimedSince ??= Date.now();
+    return Date.now() - this.unclaimedSince >= 2 * this.leaseMs;
   }
 
   /** Tries the shards not held here, from a place of its own, until `count` are taken. */
@@ -157,7 +200,9 @@ export class ShardHolder {
     );
     this.logger.log(`Running shard ${shardId} of ${this.gateway.shardCount}`);
     void this.gateway.startShard(shardId).catch((error: Error) => {
-      this.logger.warn(`Could not start shard ${shardId}: ${error.message}`);
+      // Its lease goes back, for this instance or another to try again at a next heartbeat.
+      this.logger.warn(`Could not start shard ${shardId}: ${error.message}; letting it go`);
+      if (this.held.get(shardId) === lease) void this.letGo(shardId, 'failed', true);
     });
   }
 

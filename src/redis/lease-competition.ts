@@ -11,6 +11,7 @@ export class LeaseCompetition {
   private readonly logger = new Logger('Leases');
   private timer?: NodeJS.Timeout;
   private held?: Lease;
+  private foundHeld = false;
   private stopped = false;
   private attempt: Promise<void> = Promise.resolve();
   /** No attempt before this time (ms since the epoch): set by `yield`. */
@@ -31,6 +32,11 @@ export class LeaseCompetition {
   /** Whether this instance holds the lease now. */
   get holding(): boolean {
     return this.held !== undefined && !this.held.signal.aborted;
+  }
+
+  /** Whether the last attempt found the lease held by another instance. */
+  get heldElsewhere(): boolean {
+    return this.foundHeld;
   }
 
   start(): void {
@@ -73,6 +79,7 @@ export class LeaseCompetition {
         return;
       }
       const attempt = await this.leases.tryAcquire(this.name, this.ttlMs);
+      this.foundHeld = !attempt.lease;
       if (!attempt.lease) {
         // Just after the holder's lease would expire, and now and then meanwhile.
         this.schedule(Math.min(attempt.heldForMs + 1, retryMs));
