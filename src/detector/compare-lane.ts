@@ -7,6 +7,7 @@ import type { NameEventsService } from '../name-events/name-events.service.js';
 import type { PublishOutcome } from '../name-events/name-event.types.js';
 import type { DetectorSettings } from './detector.settings.js';
 import { InterruptibleDelay } from './interruptible-delay.js';
+import type { ShardProgressRepository } from './shard-progress.repository.js';
 import type { MemberObservation } from './member-observation.js';
 import { compareWithKnown, observedMembers, type Comparison } from './name-change-rules.js';
 import {
@@ -21,6 +22,7 @@ import type { ReconciliationRun } from './reconciliation-run.js';
 export interface LaneContext {
   nameEvents: NameEventsService;
   knownNames: KnownNamesRepository;
+  progress: ShardProgressRepository;
   settings: DetectorSettings;
   metrics: MetricsService;
   logger: Logger;
@@ -95,7 +97,7 @@ export class CompareLane {
 
   /** Until it succeeds (true) or the lane stops (false). */
   private async compareAndPublishUntilDone(batch: QueuedObservation[]): Promise<boolean> {
-    const { nameEvents, knownNames, settings, metrics, logger } = this.context;
+    const { nameEvents, knownNames, progress, settings, metrics, logger } = this.context;
     const observations = batch.map((item) => item.observation);
     // Set once a comparison has committed but its broadcast failed: only the broadcast is left.
     let committed: Comparison | undefined;
@@ -112,8 +114,10 @@ export class CompareLane {
             return committed.changes.map(withoutSource);
           }
           const known = await knownNames.findOfMembers(observedMembers(observations));
-          comparison = withoutUsers(compareWithKnown(observations, known), optedOut);
+          const stored = await progress.storedAmong(observations);
+          comparison = withoutUsers(compareWithKnown(observations, known, stored), optedOut);
           await knownNames.saveMany(comparison.updates, known);
+          await progress.save(observations);
           return comparison.changes.map(withoutSource);
         });
         this.report(batch, (committed ?? comparison)!, outcomes);

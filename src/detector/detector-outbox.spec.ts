@@ -19,6 +19,7 @@ import { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
 import type { MemberObservation } from './member-observation.js';
 import { ReconciliationRun } from './reconciliation-run.js';
+import type { ShardProgressRepository } from './shard-progress.repository.js';
 
 const GUILD = '800000000000000001';
 const AT = new Date('2025-03-04T05:06:07.089Z');
@@ -34,6 +35,12 @@ const seen = (n: number, username: string): MemberObservation => ({
   nickname: null,
   at: AT,
 });
+
+/** No observation here comes from a gateway session: nothing is replayed, nothing to keep. */
+const noProgress = {
+  storedAmong: () => Promise.resolve(undefined),
+  save: () => Promise.resolve(),
+} as unknown as ShardProgressRepository;
 
 const key = (k: KnownNameKey) => `${k.userId}/${k.field}/${k.guildId}`;
 
@@ -171,6 +178,7 @@ describe('DetectorOutbox', () => {
     const created = new DetectorOutbox(
       publisher as unknown as NameEventsService,
       known as unknown as KnownNamesRepository,
+      noProgress,
       { ...settings, ...overrides },
       metrics,
     );

@@ -8,6 +8,7 @@ import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js
 import type { MemberObservation } from './member-observation.js';
 import { Pending } from './observation-queues.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
+import { ShardProgressRepository } from './shard-progress.repository.js';
 
 /** How long shutdown waits for the batches already under way. */
 const STOP_GRACE_MS = 5_000;
@@ -37,10 +38,11 @@ export class DetectorOutbox {
   constructor(
     nameEvents: NameEventsService,
     knownNames: KnownNamesRepository,
+    progress: ShardProgressRepository,
     @Inject(DETECTOR_SETTINGS) settings: DetectorSettings,
     metrics: MetricsService,
   ) {
-    const context = { nameEvents, knownNames, settings, metrics, logger: this.logger };
+    const context = { nameEvents, knownNames, progress, settings, metrics, logger: this.logger };
     const count = settings.compareConcurrency;
     const bounds = {
       maxPending: Math.ceil(settings.maxPending / count),

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import type { ConfigOf } from '../config/config-section.js';
 import { Owns } from '../config/owns.decorator.js';
+import { DatabaseModule } from '../database/database.module.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
@@ -12,16 +13,23 @@ import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './de
 import { DiscordDetectorService } from './discord-detector.service.js';
 import { MemoryRelease } from './memory-release.js';
 import { MemberListRequester } from './member-list-requester.js';
+import { detectorMigrations } from './migrations/index.js';
 import { NameChangeDetector } from './name-change-detector.js';
+import { ShardProgress } from './shard-progress.entity.js';
+import { ShardProgressRepository } from './shard-progress.repository.js';
 
 /**
  * Discord gateway → compared with the known names → publish path (stored, then broadcast),
  * on when DISCORD_TOKEN is set. Offers nothing to other modules: its output is the events it
  * publishes.
  */
-@Owns({ config: [discordConfig] })
+@Owns({
+  config: [discordConfig],
+  migrations: detectorMigrations,
+  entities: [ShardProgress],
+})
 @Module({
-  imports: [NameEventsModule, RedisModule],
+  imports: [DatabaseModule, NameEventsModule, RedisModule],
   providers: [
     {
       provide: DETECTOR_SETTINGS,
@@ -35,6 +43,7 @@ import { NameChangeDetector } from './name-change-detector.js';
       useFactory: detectorCoordination,
     },
     Clock,
+    ShardProgressRepository,
     DetectorOutbox,
     MemoryRelease,
     NameChangeDetector,

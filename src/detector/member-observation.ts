@@ -17,6 +17,17 @@ export interface MemberObservation {
   nickname: string | null | undefined;
   /** When it arrived: the time of detection of any change it shows. */
   at: Date;
+  /** Where a live update came from; unset for the members of a full view. */
+  position?: GatewayPosition;
+}
+
+/** A dispatch's place in its shard's gateway session. */
+export interface GatewayPosition {
+  shardId: number;
+  sessionId: string;
+  sequence: number;
+  /** Replayed by Discord after a RESUME: maybe stored already (ShardProgressRepository). */
+  replayed: boolean;
 }
 
 type MemberPayload = Partial<Pick<APIGuildMember, 'nick'>> & {

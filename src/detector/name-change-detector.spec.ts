@@ -123,6 +123,14 @@ describe('NameChangeDetector on the gateway connections, over the gateway protoc
     expect(await reconciliations(metrics)).toEqual({ count: 2, timed: 2 });
   });
 
+  /** Where a live update on `shardId` came from: its session, at some sequence, not replayed. */
+  const liveOn = (shardId: number) => ({
+    shardId,
+    sessionId: discord.session(shardId)!.id,
+    sequence: expect.any(Number),
+    replayed: false,
+  });
+
   it('reads member updates and joins as live updates, with every name field, at detection time', async () => {
     discord.changeUser(ALICE.id, { username: 'alice2', global_name: null });
     discord.changeMember(GUILD_A, LEGACY.id, { nick: null });
@@ -140,6 +148,7 @@ describe('NameChangeDetector on the gateway connections, over the gateway protoc
           globalName: null,
           nickname: 'Ali',
           at: AT,
+          position: liveOn(0),
         },
         {
           guildId: GUILD_A,
@@ -148,6 +157,7 @@ describe('NameChangeDetector on the gateway connections, over the gateway protoc
           globalName: null,
           nickname: null,
           at: AT,
+          position: liveOn(0),
         },
         {
           guildId: LARGE,
@@ -156,6 +166,7 @@ describe('NameChangeDetector on the gateway connections, over the gateway protoc
           globalName: null,
           nickname: null,
           at: AT,
+          position: liveOn(1),
         },
       ]),
     );
@@ -167,7 +178,11 @@ describe('NameChangeDetector on the gateway connections, over the gateway protoc
     await until(() => discord.connections.some((c) => !c.hello));
     discord.endOutage();
     await until(() => outbox.live.length === 1);
-    expect(outbox.live[0]).toMatchObject({ userId: BOB.id, nickname: 'Bobby' });
+    expect(outbox.live[0]).toMatchObject({
+      userId: BOB.id,
+      nickname: 'Bobby',
+      position: { shardId: 0, sessionId: discord.session(0)!.id, replayed: true },
+    });
     expect(discord.session(0)!.resumes).toBe(1);
   });
 

@@ -9,7 +9,7 @@ import {
 import { MetricsService } from '../metrics/metrics.service.js';
 import { Clock } from './clock.js';
 import type { DiscordGateway } from './discord-gateway.js';
-import type { Hold } from './shard-connection.js';
+import type { DispatchContext, Hold } from './shard-connection.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { MemoryRelease } from './memory-release.js';
 import { observeMember, type MemberObservation } from './member-observation.js';
@@ -22,8 +22,9 @@ import { ReconciliationRun } from './reconciliation-run.js';
  * - full views: the members of GUILD_CREATE (after READY, on a new session, when a server
  *   comes back from an outage or the bot joins it) and of GUILD_MEMBERS_CHUNK (the rest of
  *   a large server's members, which MemberListRequester asks for).
- * Live updates replayed after a RESUME come through the same way (compared again, they
- * record nothing twice); full views replayed are left out (see `watch`). Every observation is
+ * Live updates replayed after a RESUME come through the same way, with their place in the
+ * session, so that those stored already are not compared again (ShardProgressRepository);
+ * full views replayed are left out (see `watch`). Every observation is
  * compared with the last known names: there is no member cache, so nothing depends on what
  * one held, and a change made while nobody watched is found at the next full view.
  * The bot's own user is left out.
@@ -53,13 +54,14 @@ export class NameChangeDetector {
       this.metrics,
       this.memory,
     );
-    return gateway.onDispatch((packet, _shardId, { hold, replayed }) => {
+    return gateway.onDispatch((packet, shardId, context) => {
+      const { replayed } = context;
       watcher.botUserId ??= gateway.botUserId;
       // A replayed full view is old news: the known names may be newer than it (the holder
       // before this one may have compared it, and what followed). MemberListRequester asks
       // for the server's members afresh instead.
       if (replayed && FULL_VIEWS.has(packet.t)) return;
-      watcher.handle(packet, hold);
+      watcher.handle(packet, shardId, context);
     });
   }
 }
@@ -83,7 +85,8 @@ class DispatchWatcher {
    * Runs inside the shard's packet handling: nothing may escape into the gateway connection.
    * A dispatch whose members go to the outbox is held until they are compared and stored.
    */
-  handle(packet: GatewayDispatchPayload, hold: Hold): void {
+  handle(packet: GatewayDispatchPayload, shardId: number, context: DispatchContext): void {
+    const { hold } = context;
     try {
       switch (packet.t) {
         case GatewayDispatchEvents.Ready:
@@ -97,7 +100,13 @@ class DispatchWatcher {
           break;
         case GatewayDispatchEvents.GuildMemberUpdate:
         case GatewayDispatchEvents.GuildMemberAdd: {
-          this.outbox.observeLive(this.observe(packet.d.guild_id, [packet.d]), hold());
+          const observations = this.observe(packet.d.guild_id, [packet.d]);
+          const { sessionId, replayed } = context;
+          if (sessionId !== undefined) {
+            const position = { shardId, sessionId, sequence: packet.s, replayed };
+            for (const observation of observations) observation.position = position;
+          }
+          this.outbox.observeLive(observations, hold());
           break;
         }
         default:

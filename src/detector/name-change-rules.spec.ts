@@ -124,6 +124,20 @@ describe('compareWithKnown: the contract rules, against the last known names', (
     expect(compareWithKnown([seen({ username: 'old', at: T1 })], newer).changes).toEqual([]);
   });
 
+  it('compares no observation stored already (a replay), and the next against what it left', () => {
+    // alice → b → c, both stored (known: c); Discord replays "b" and "c", then "d".
+    const [b, c, d] = [
+      seen({ username: 'b', at: T2 }),
+      seen({ username: 'c', at: T2 }),
+      seen({ username: 'd', at: T2 }),
+    ];
+    const result = compareWithKnown([b, c, d], known({ username: 'c' }), new Set([b, c]));
+    expect(result.changes).toEqual([change('username', 'c', T2, 2)]);
+    expect(result.updates).toEqual([
+      { userId: USER, field: 'username', guildId: '', name: 'd', seenAt: T2 },
+    ]);
+  });
+
   it('compares no field the payload did not carry', () => {
     const result = compareWithKnown(
       [seen({ globalName: undefined, nickname: undefined })],

@@ -62,8 +62,8 @@ export function observedMembers(observations: readonly MemberObservation[]): Obs
  * The contract's rules: only a concrete previous value is recorded (a first sighting, or no
  * display name or nickname before, records nothing); the name recorded is the previous one;
  * `changedAt` is when the observation arrived. A value seen again (the same user through
- * another server, a replayed packet, an avatar-only update) is no change, so each change is
- * recorded once. An observation older than the known name is stale (an instance that lost
+ * another server, an avatar-only update) is no change, so each change is recorded once; a
+ * replayed update stored already is not compared at all (it may be older than the known name). An observation older than the known name is stale (an instance that lost
  * the lease may still be writing) and is skipped.
  * A batch holds thousands of observations: each is read field by field, in place, and only
  * what is stored or recorded is made (most of the detector's garbage was made here).
@@ -71,11 +71,14 @@ export function observedMembers(observations: readonly MemberObservation[]): Obs
 export function compareWithKnown(
   observations: readonly MemberObservation[],
   known: readonly KnownNameValue[],
+  /** Observations stored already (replayed by Discord): not compared again. */
+  stored?: ReadonlySet<MemberObservation>,
 ): Comparison {
   const current = new KnownNameIndex<KnownNameValue>();
   for (const value of known) current.set(value);
   const result: Comparison = { changes: [], updates: [], unrecordable: [] };
   observations.forEach((observation, source) => {
+    if (stored?.has(observation)) return;
     const { userId, at } = observation;
     for (const { field, type, read, inServer } of FIELDS) {
       const name = read(observation);

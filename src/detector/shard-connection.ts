@@ -33,6 +33,8 @@ export type Hold = () => () => void;
 export interface DispatchContext {
   hold: Hold;
   replayed: boolean;
+  /** The session it came in (unset only before READY). */
+  sessionId: string | undefined;
 }
 
 /** What a shard connection tells its owner. */
@@ -188,7 +190,8 @@ export class ShardConnection implements IContextFetchingStrategy {
       this.replayedBelow = typeof s === 'number' ? s : this.lastSequence + 1;
     }
     const replayed = this.resuming && (this.replayedBelow === undefined || s < this.replayedBelow);
-    this.events.dispatch(packet, this.shardId, { hold, replayed });
+    const sessionId = this.session?.sessionId;
+    this.events.dispatch(packet, this.shardId, { hold, replayed, sessionId });
     heard = true;
     if (holds === 0) this.sequence.end(s);
   }

@@ -67,7 +67,9 @@ export function useLeaseContest() {
     await Promise.all(apps.splice(0).map((app) => app.close()));
     await discord.close();
     // CASCADE: other modules' tables refer to the events (webhook deliveries).
-    await db.query('TRUNCATE name_change_events, known_users, known_nicknames CASCADE');
+    await db.query(
+      'TRUNCATE name_change_events, known_users, known_nicknames, detector_shard_progress CASCADE',
+    );
   });
 
   afterAll(async () => {

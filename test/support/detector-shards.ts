@@ -57,7 +57,9 @@ export function useShardedDetector(world: () => FakeDiscordOptions) {
   afterEach(async () => {
     await Promise.all(apps.splice(0).map((app) => app.close()));
     await discord.close();
-    await db.query('TRUNCATE name_change_events, known_users, known_nicknames CASCADE');
+    await db.query(
+      'TRUNCATE name_change_events, known_users, known_nicknames, detector_shard_progress CASCADE',
+    );
   });
 
   afterAll(() => db.drop());

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GatewayCloseCodes, GatewayDispatchEvents, GatewayOpcodes } from 'discord.js';
@@ -230,7 +231,8 @@ export abstract class FakeGateway {
     this.breach(connectedTwice(this.connections, connection, shardId));
     connection.opened = 'identify';
     connection.authenticatedAt = Date.now();
-    const session = new Session(`session-${++this.sessionCount}`, shardId);
+    // Unique across gateways, as Discord's are: a database outlives a test's fake Discord.
+    const session = new Session(`session-${++this.sessionCount}-${randomUUID()}`, shardId);
     this.sessions.push(session);
     session.attach(connection);
     const guilds = this.world.guilds.filter((g) => (g.shardId ?? 0) === shardId);
