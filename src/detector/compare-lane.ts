@@ -89,14 +89,20 @@ export class CompareLane {
       queue === 'live'
         ? { live: batch.length, reconciling: 0 }
         : { live: 0, reconciling: batch.length };
-    if (await this.compareAndPublishUntilDone(batch)) {
+    if (await this.compareAndPublishUntilDone(batch, queue === 'live')) {
       this.inFlight = { live: 0, reconciling: 0 };
       for (const item of batch) item.pending?.settle();
     }
   }
 
-  /** Until it succeeds (true) or the lane stops (false). */
-  private async compareAndPublishUntilDone(batch: QueuedObservation[]): Promise<boolean> {
+  /**
+   * Until it succeeds (true) or the lane stops (false). `live`: a batch of the live queue, the
+   * only one whose observations have a place in a gateway session (full views have none).
+   */
+  private async compareAndPublishUntilDone(
+    batch: QueuedObservation[],
+    live: boolean,
+  ): Promise<boolean> {
     const { nameEvents, knownNames, progress, settings, metrics, logger } = this.context;
     const observations = batch.map((item) => item.observation);
     // Set once a comparison has committed but its broadcast failed: only the broadcast is left.
@@ -114,10 +120,10 @@ export class CompareLane {
             return committed.changes.map(withoutSource);
           }
           const known = await knownNames.findOfMembers(observedMembers(observations));
-          const stored = await progress.storedAmong(observations);
+          const stored = live ? await progress.storedAmong(observations) : undefined;
           comparison = withoutUsers(compareWithKnown(observations, known, stored), optedOut);
           await knownNames.saveMany(comparison.updates, known);
-          await progress.save(observations);
+          if (live) await progress.save(observations);
           return comparison.changes.map(withoutSource);
         });
         this.report(batch, (committed ?? comparison)!, outcomes);
