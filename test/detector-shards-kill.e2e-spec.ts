@@ -10,7 +10,7 @@ import { uniqueRedisPrefix } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import { byUser, recordedChanges } from './support/detector.js';
 import { detectorProcessEnv } from './support/detector-app.js';
-import { serverPerShard, shardFigures } from './support/detector-shards.js';
+import { renameEach, serverPerShard, shardFigures } from './support/detector-shards.js';
 import { FakeDiscord } from './support/fake-discord.js';
 import { metric } from './support/metrics.js';
 import { waitFor } from './support/ports.js';
@@ -51,28 +51,20 @@ describe('four shards over three instances, one of them killed', () => {
       { timeoutMs, intervalMs: 100 },
     );
 
-  /** Renames every server's member (a new username each): one change per shard. */
-  const renameEach = (suffix: string) => {
-    for (const guild of discord.world.guilds) {
-      const { user } = guild.members[0];
-      discord.changeUser(user.id, { username: `${user.username.replace(/-.*/, '')}-${suffix}` });
-    }
-  };
-
   it('takes its shards over within the lease, resumes them, and records every change once', async () => {
     const env = detectorProcessEnv(db, discord, uniqueRedisPrefix(), {
       DETECTOR_LEASE_MS: String(LEASE_MS),
     });
     services.push(...(await Promise.all([0, 1, 2].map(() => ServiceProcess.start(env)))));
     const held = await spreadAs(services, [1, 1, 2], 60_000);
-    renameEach('live');
+    renameEach(discord, 'live');
     await waitFor('4 live changes', async () => (await recordedChanges(db)).length === 4);
     const identifies = discord.identifies.length;
 
     const victim = services[held.indexOf(2)];
     expect(await victim.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
     // Its two shards have nobody: these wait in their sessions.
-    renameEach('meanwhile');
+    renameEach(discord, 'meanwhile');
     const survivors = services.filter((s) => s !== victim);
     // Within the lease, and a few heartbeats.
     await spreadAs(survivors, [2, 2], LEASE_MS + 8_000);
@@ -117,12 +109,6 @@ describe('a holder killed before it saved how far its shard was stored', () => {
     await db.drop();
   });
 
-  const renameEach = (suffix: string) => {
-    for (const guild of discord.world.guilds) {
-      const { user } = guild.members[0];
-      discord.changeUser(user.id, { username: `${user.username.replace(/-.*/, '')}-${suffix}` });
-    }
-  };
   const stored = (count: number) =>
     waitFor(`${count} changes`, async () => (await recordedChanges(db)).length >= count);
 
@@ -144,9 +130,9 @@ describe('a holder killed before it saved how far its shard was stored', () => {
       0, 1,
     ]);
     // Two changes of one name, each stored: a replay of "b" is older than the known "c".
-    renameEach('b');
+    renameEach(discord, 'b');
     await stored(2);
-    renameEach('c');
+    renameEach(discord, 'c');
     await stored(4);
     const identifies = discord.identifies.length;
 
@@ -155,7 +141,7 @@ describe('a holder killed before it saved how far its shard was stored', () => {
     await Promise.all(
       saved.map((session, shard) => redis.hset(sessionKey(shard), 'session', session!)),
     );
-    renameEach('d');
+    renameEach(discord, 'd');
     await waitFor(
       'both shards on the survivor, resumed, every update compared',
       async () => {

@@ -23,6 +23,14 @@ export function serverPerShard(count: number, shardCount = count): FakeGuild[] {
   }));
 }
 
+/** Renames each server's first member: `member<i>-<suffix>`, one change per server. */
+export function renameEach(discord: FakeDiscord, suffix: string): void {
+  for (const guild of discord.world.guilds) {
+    const { user } = guild.members[0];
+    discord.changeUser(user.id, { username: `${user.username.replace(/-.*/, '')}-${suffix}` });
+  }
+}
+
 /** An instance's figures: the shards it runs, and the sessions it opened. */
 export async function shardFigures(app: { url: string }) {
   const of = (series: string) => metric(app.url, `name_history_detector_${series}`);
@@ -108,10 +116,7 @@ export function useShardedDetector(world: () => FakeDiscordOptions) {
     /** Renames each server's member (a new username); waits for as many stored events. */
     renameEach: async (suffix: string) => {
       const before = (await recordedChanges(db)).length;
-      for (const guild of discord.world.guilds) {
-        const { user } = guild.members[0];
-        discord.changeUser(user.id, { username: `${user.username.replace(/-.*/, '')}-${suffix}` });
-      }
+      renameEach(discord, suffix);
       const count = discord.world.guilds.length;
       await waitFor(`${count} renames recorded`, async () => {
         return (await recordedChanges(db)).length >= before + count;
