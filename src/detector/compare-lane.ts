@@ -58,8 +58,9 @@ export class CompareLane {
     /** The user partitions whose observations come here. */
     private readonly partitions: readonly number[],
     bounds: { maxPending: number; maxReconciling: number },
+    liveDropped: (guildId: string) => void,
   ) {
-    this.queues = new ObservationQueues(bounds, context.logger);
+    this.queues = new ObservationQueues(bounds, context.logger, liveDropped);
   }
 
   pushLive(observations: readonly MemberObservation[], pending: Pending): void {

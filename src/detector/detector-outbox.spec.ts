@@ -391,12 +391,17 @@ describe('DetectorOutbox', () => {
   it('drops (and logs) what is past its bound while an outage lasts', () => {
     const publisher = new ScriptedPublisher(known, () => new StorageUnavailableError('down'));
     const o = outbox(publisher, { maxPending: 2, maxReconciling: 1 });
+    const dropped: string[] = [];
+    o.onLiveDropped((guildId) => dropped.push(guildId));
     o.observeLive([seen(1, 'a'), seen(2, 'b'), seen(3, 'c')]);
     const run = new ReconciliationRun(GUILD, 0, true, () => undefined);
     o.observeFullView([seen(4, 'd'), seen(5, 'e')], run);
     expect(run.members).toBe(1);
+    // The dropped live update's server is to be viewed again; a full view's member dropped
+    // asks for no view (a server larger than the bound would be asked for without end).
+    expect(dropped).toEqual([GUILD]);
     expect(errors).toEqual([
-      `Dropped a live update of user ${id(3)}: 2 are waiting to be compared; the next full view of the server compares it again`,
+      `Dropped a live update of user ${id(3)}: 2 are waiting to be compared; server ${GUILD}'s members are asked for again`,
       `Dropped 1 member(s) of server ${GUILD} from reconciliation: 1 are waiting`,
     ]);
   });

@@ -27,12 +27,13 @@ const STOP_GRACE_MS = 5_000;
  * client. A change nobody is listening to is stored, and that is success here (the POST's
  * "no listener" 500 does not apply). Whatever is left at shutdown, or dropped past the
  * bounds, was not compared: the known names still hold the old values, so the next full view
- * of those servers finds the changes.
+ * of those servers finds the changes (asked for at once after a live update is dropped).
  */
 @Injectable()
 export class DetectorOutbox {
   private readonly logger = new Logger('DiscordDetector');
   private readonly lanes: CompareLane[];
+  private readonly liveDroppedListeners = new Set<(guildId: string) => void>();
   private stopped = false;
 
   constructor(
@@ -50,7 +51,9 @@ export class DetectorOutbox {
     };
     this.lanes = Array.from({ length: count }, (_, lane) => {
       const partitions = [...Array(USER_PARTITIONS).keys()].filter((p) => p % count === lane);
-      return new CompareLane(context, partitions, bounds);
+      return new CompareLane(context, partitions, bounds, (guildId) => {
+        for (const listener of this.liveDroppedListeners) listener(guildId);
+      });
     });
     // Waiting or under way: 0 on both means every observation received has been compared.
     metrics.onCollect(() => {
@@ -75,6 +78,15 @@ export class DetectorOutbox {
     if (this.refuse(observations.length)) return;
     const pending = new Pending(observations.length, done);
     for (const [lane, part] of this.byLane(observations)) lane.pushLive(part, pending);
+  }
+
+  /**
+   * Told the server of each live update dropped past the bounds (MemberListRequester asks for
+   * its members again); returns the function that stops telling.
+   */
+  onLiveDropped(listener: (guildId: string) => void): () => void {
+    this.liveDroppedListeners.add(listener);
+    return () => this.liveDroppedListeners.delete(listener);
   }
 
   /** The members of a full view of a server: compared in batches, after live updates. */

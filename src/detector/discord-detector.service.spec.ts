@@ -60,6 +60,9 @@ class RecordingOutbox {
     run.compared(observations.length, 0);
   }
   async whenReconcilingBelow(): Promise<void> {}
+  onLiveDropped(): () => void {
+    return () => undefined;
+  }
   stop(): Promise<void> {
     this.stopped = true;
     return Promise.resolve();

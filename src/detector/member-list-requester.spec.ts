@@ -46,6 +46,16 @@ class RoomGate {
     this.asked.push(limit);
     return this.open ? Promise.resolve() : new Promise((resolve) => this.waiting.push(resolve));
   }
+
+  /** A live update of `guildId` dropped past the outbox's bound. */
+  private dropped?: (guildId: string) => void;
+  drop(guildId: string): void {
+    this.dropped?.(guildId);
+  }
+  onLiveDropped(listener: (guildId: string) => void): () => void {
+    this.dropped = listener;
+    return () => (this.dropped = undefined);
+  }
 }
 
 describe('MemberListRequester on the gateway connections, over the gateway protocol', () => {
@@ -145,6 +155,26 @@ describe('MemberListRequester on the gateway connections, over the gateway proto
     room.release();
     await until(() => discord.memberRequests.some((r) => r.answeredAt));
     expect(discord.memberRequests.map((r) => r.guildId)).toEqual([LARGE_A]);
+  });
+
+  it('asks again for the members of a server one of whose live updates was dropped', async () => {
+    await connect({
+      shardCount: 2,
+      guilds: [
+        { id: SMALL, shardId: 1, members: [apiMember(TALKER)] },
+        { id: LARGE_A, members: manyMembers(60, 710000000000000000n, 'a') },
+      ],
+    });
+    await until(() => logs.length === 1);
+    // Its GUILD_CREATE carried every member: never asked for, until an update of it is lost.
+    room.drop(SMALL);
+    room.drop('800000000000000099'); // not a server of these shards: nothing to ask
+    await until(() => logs.length === 2);
+    expect(discord.memberRequests.map(({ guildId, answer }) => ({ guildId, answer }))).toEqual([
+      { guildId: LARGE_A, answer: 'members' },
+      { guildId: SMALL, answer: 'members' },
+    ]);
+    expect(logs[1]).toBe(`Received the 2 members of server ${SMALL}`);
   });
 
   it('asks nothing once stopped', async () => {

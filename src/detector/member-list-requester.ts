@@ -12,7 +12,8 @@ import { GuildQueue, type MemberListAnswer } from './guild-queue.js';
  * its members (a large server's carries only a few), so that reconciliation sees every
  * member: the chunks that answer are full views (NameChangeDetector reads them, and nothing
  * keeps them here). Every GUILD_CREATE asks again: after a start, a new session, an outage of
- * the server, a join. One server at a time per shard (one REQUEST_GUILD_MEMBERS each, within
+ * the server, a join; and after a live update of the server was dropped (the outbox full), so
+ * that its change is found. One server at a time per shard (one REQUEST_GUILD_MEMBERS each, within
  * @discordjs/ws's send limit of the connection), and only while the members already
  * received are few enough to wait in memory. The gateway rate-limits these requests
  * (RATE_LIMITED with `retry_after`): the same server is asked again once the window passes.
@@ -29,6 +30,8 @@ export class MemberListRequester {
   /** Starts requesting on `gateway`'s shards; returns the function that stops. */
   watch(gateway: DiscordGateway): () => void {
     const queues = new Map<number, GuildQueue>();
+    /** The shard of each server heard of (its GUILD_CREATE), while that shard runs here. */
+    const shardOf = new Map<string, number>();
     /** The answers awaited, by nonce. */
     const awaited = new Map<string, MemberListAnswer>();
     const queueOf = (shardId: number) => {
@@ -55,6 +58,7 @@ export class MemberListRequester {
       switch (packet.t) {
         case GatewayDispatchEvents.GuildCreate: {
           const d = packet.d;
+          shardOf.set(d.id, shardId);
           const queue = queueOf(shardId);
           queue.available(d.id, !d.unavailable);
           // Replayed, its members are old news (NameChangeDetector leaves them out): asked afresh.
@@ -86,10 +90,19 @@ export class MemberListRequester {
     const stopShards = gateway.onShardStopped((shardId) => {
       queues.get(shardId)?.stop();
       queues.delete(shardId);
+      for (const [guildId, shard] of shardOf) if (shard === shardId) shardOf.delete(guildId);
+    });
+    // A live update dropped (the outbox full, Postgres down for long): its server's full view
+    // finds the change, and is asked for now rather than at the next new session.
+    const stopDrops = this.outbox.onLiveDropped((guildId) => {
+      const shardId = shardOf.get(guildId);
+      if (shardId !== undefined && gateway.shardIds.includes(shardId))
+        queueOf(shardId).add(guildId);
     });
     return () => {
       stopDispatches();
       stopShards();
+      stopDrops();
       for (const queue of queues.values()) queue.stop();
       queues.clear();
     };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { MemberObservation } from './member-observation.js';
-import { ObservationQueues } from './observation-queues.js';
+import { ObservationQueues, type Pending } from './observation-queues.js';
 import { ReconciliationRun } from './reconciliation-run.js';
 
 const AT = new Date('2025-03-04T05:00:00.000Z');
@@ -39,5 +39,21 @@ describe('ObservationQueues', () => {
     queues.pushLive([seen('1')]);
     expect(who(queues.take(10)?.batch)).toEqual(['1@g1']);
     expect(queues.counts).toEqual({ live: 0, reconciling: 0 });
+  });
+
+  it('drops live updates past its bound, settles them, and names their servers to be viewed again', () => {
+    const dropped: string[] = [];
+    const queues = new ObservationQueues(
+      { maxPending: 2, maxReconciling: 100 },
+      new Logger('test'),
+      (guildId) => dropped.push(guildId),
+    );
+    let settled = 0;
+    const pending = { settle: () => (settled += 1) } as unknown as Pending;
+    queues.pushLive([seen('1'), seen('2', 'g2'), seen('3', 'g3'), seen('4', 'g4')], pending);
+    expect(queues.counts).toEqual({ live: 2, reconciling: 0 });
+    expect(dropped).toEqual(['g3', 'g4']);
+    expect(settled).toBe(2);
+    expect(who(queues.take(10)?.batch)).toEqual(['1@g1', '2@g2']);
   });
 });

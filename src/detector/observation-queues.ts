@@ -40,7 +40,9 @@ export interface ObservationBatch {
  * reconciling a large server never holds up a change seen live. Order per user is kept all
  * the same: a live update of a user takes that user's waiting full-view members along, ahead
  * of itself. Both are bounded; past a bound, observations are dropped (and logged): the known
- * names keep the old values, so the next full view of those servers finds the changes.
+ * names keep the old values, so the next full view of those servers finds the changes. For a
+ * live update dropped, that view is asked for at once (`liveDropped`): it waits in the other
+ * queue, which has room, and is compared once the live updates are.
  */
 export class ObservationQueues {
   private readonly live: QueuedObservation[] = [];
@@ -59,6 +61,8 @@ export class ObservationQueues {
   constructor(
     private readonly bounds: { maxPending: number; maxReconciling: number },
     private readonly logger: Logger,
+    /** Told the server of each live update dropped, for its members to be asked for again. */
+    private readonly liveDropped: (guildId: string) => void = () => undefined,
   ) {}
 
   /** Observations waiting, by queue. */
@@ -73,8 +77,9 @@ export class ObservationQueues {
         // Only reachable during a long outage: memory stays bounded.
         this.logger.error(
           `Dropped a live update of user ${observation.userId}: ${this.live.length} are waiting ` +
-            'to be compared; the next full view of the server compares it again',
+            `to be compared; server ${observation.guildId}'s members are asked for again`,
         );
+        this.liveDropped(observation.guildId);
         continue;
       }
       this.promoteWaiting(observation.userId);
