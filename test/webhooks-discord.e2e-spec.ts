@@ -78,4 +78,22 @@ describe('discord webhooks', () => {
     await waitFor('delivered', async () => (await statusOf(fx.url, id)).pending === 0);
     expect((await statusOf(fx.url, id)).failingSince).toBeNull();
   });
+
+  it("waits for a 429's Retry-After header when its body gives no retry_after", async () => {
+    // Its own path: the endpoints of the tests before get the event too.
+    const url = new URL('/header-only', receiver.url).href;
+    const ours: { body: string; at: number }[] = [];
+    receiver.answer = ({ path, body }) => {
+      if (path !== '/header-only') return { status: 204 };
+      ours.push({ body, at: Date.now() });
+      return ours.length === 1 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 204 };
+    };
+    const { id } = await createEndpoint(fx.url, { url, format: 'discord' });
+    await store(fx.url, nameEvent());
+    await waitFor('the retry', () => ours.length >= 2, { timeoutMs: 10_000 });
+    expect(ours[1].at - ours[0].at).toBeGreaterThanOrEqual(1_950);
+    expect(ours[1].body).toBe(ours[0].body);
+    await waitFor('delivered', async () => (await statusOf(fx.url, id)).pending === 0);
+    expect((await endpointsOf(fx.url).delete(id)).status).toBe(200);
+  });
 });

@@ -53,6 +53,24 @@ describe('webhook receivers that fail', () => {
     HANG_TEST_MS,
   );
 
+  it("waits as long as the receiver's Retry-After says, not its own back-off", async () => {
+    const at: number[] = [];
+    receiver.answer = (_request, index) => {
+      at.push(Date.now());
+      return index === 0 ? { status: 503, headers: { 'retry-after': '3' } } : { status: 204 };
+    };
+    const { id } = await register();
+    await store(fx.url, nameEvent());
+    await waitFor('the retry', () => receiver.received.length >= 2, { timeoutMs: 10_000 });
+    // The back-off's first retry comes after about a second (±20 %); the receiver said three.
+    expect(at[1] - at[0]).toBeGreaterThanOrEqual(2_950);
+    const [first, retry] = receiver.received;
+    expect(retry.headers['webhook-id']).toBe(first.headers['webhook-id']);
+    expect(await metric(fx.url, deliveries(id, 'rejected'))).toBe(1);
+    await waitFor('delivered', async () => (await statusOf(fx.url, id)).pending === 0);
+    expect((await statusOf(fx.url, id)).failingSince).toBeNull();
+  });
+
   it('reads an endless answer only so far, and takes its 2xx', async () => {
     receiver.answer = () => 'endless';
     const { id } = await register();
