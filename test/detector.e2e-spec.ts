@@ -4,7 +4,7 @@
  * records for each kind of change: detector-name-rules. Discord is the fake in test/support.
  */
 import { describe, expect, it } from '@jest/globals';
-import { GatewayIntentBits } from 'discord.js';
+import { GatewayIntentBits, GatewayOpcodes } from 'discord.js';
 import { Clock } from '../src/detector/clock.js';
 import { changesOf, joinedEach, knownNames, newUser } from './support/detector.js';
 import {
@@ -46,7 +46,10 @@ describe('the detector over the gateway protocol (Postgres, Redis)', () => {
         at: expect.any(Number),
       },
     ]);
-    const identifies = discord.identifies.map((connection) => connection.received[0]);
+    // The IDENTIFY, not always the first message: a heartbeat may go first (its jitter).
+    const identifies = discord.identifies.map((connection) =>
+      connection.received.find((payload) => payload.op === (GatewayOpcodes.Identify as number))!,
+    );
     expect(identifies.map((payload) => (payload.d as { shard: number[] }).shard).sort()).toEqual([
       [0, 2],
       [1, 2],
