@@ -5,19 +5,20 @@ import { variableDocs, type ConfigSection } from './config/config-section.js';
 import { collectOwned } from './config/owns.decorator.js';
 
 /**
- * `npm run docs`: writes `.env.example` and the README's table of variables from the
- * declarations of every module (`@Owns({ config })`, `@Variable`), so that they cannot drift
- * from what the service reads. `--check` only compares, and fails when either is stale.
+ * `npm run docs`: writes `.env.example` and the table of variables in docs/configuration.md
+ * from the declarations of every module (`@Owns({ config })`, `@Variable`), so that they
+ * cannot drift from what the service reads. `--check` only compares, and fails when either
+ * is stale.
  */
 const ENV_EXAMPLE = '.env.example';
-const README = 'README.md';
+const CONFIGURATION_DOC = 'docs/configuration.md';
 const START = '<!-- config:start';
 const END = '<!-- config:end -->';
 
 interface Row {
   name: string;
   doc: string;
-  /** As the README shows it. */
+  /** As the table in docs/configuration.md shows it. */
   shown: string;
   /** The value `.env.example` sets, when there is one. */
   value?: string;
@@ -54,7 +55,7 @@ function envExample(sections: readonly ConfigSection<unknown, object>[]): string
   return `${lines.join('\n')}\n`;
 }
 
-function readmeTable(sections: readonly ConfigSection<unknown, object>[]): string {
+function variablesTable(sections: readonly ConfigSection<unknown, object>[]): string {
   const rows = sections.flatMap(rowsOf).map((row) => {
     const cells = [`\`${row.name}\``, row.shown, row.doc].map((cell) => cell.replace(/\|/g, '\\|'));
     return `| ${cells.join(' | ')} |`;
@@ -84,18 +85,23 @@ function wrap(text: string): string[] {
   return [...lines, line];
 }
 
-function withTable(readme: string, table: string): string {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start === -1 || end === -1) throw new Error(`${README} has no ${START} … ${END} block`);
-  return readme.slice(0, start) + table + readme.slice(end + END.length);
+function withTable(doc: string, table: string): string {
+  const start = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  if (start === -1 || end === -1) {
+    throw new Error(`${CONFIGURATION_DOC} has no ${START} … ${END} block`);
+  }
+  return doc.slice(0, start) + table + doc.slice(end + END.length);
 }
 
 function generate(check: boolean): void {
   const sections = collectOwned(APPLICATION_MODULES).config as ConfigSection<unknown, object>[];
   const files = new Map([
     [ENV_EXAMPLE, envExample(sections)],
-    [README, withTable(readFileSync(README, 'utf8'), readmeTable(sections))],
+    [
+      CONFIGURATION_DOC,
+      withTable(readFileSync(CONFIGURATION_DOC, 'utf8'), variablesTable(sections)),
+    ],
   ]);
   const stale = [...files].filter(([path, text]) => readFileSync(path, 'utf8') !== text);
   if (!check) {

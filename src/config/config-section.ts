@@ -1,7 +1,7 @@
 import { Inject, type Type } from '@nestjs/common';
 import 'reflect-metadata';
 
-/** How a variable is documented in `.env.example` and the README's table. */
+/** How a variable is documented in `.env.example` and the table in docs/configuration.md. */
 export interface VariableDoc {
   /** What it does, in one line of markdown. */
   doc: string;
