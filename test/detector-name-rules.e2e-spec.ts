@@ -1,6 +1,6 @@
 /**
  * What the detector records for each kind of change it sees live, and what it leaves out
- * (README, "What is recorded"). Two servers on two shards; Discord is the fake in test/support.
+ * (docs/detector.md, "What is recorded"). Two servers on two shards; Discord is the fake in test/support.
  */
 import { changesOfOnceStored, joinedEach, knownNames, newUser } from './support/detector.js';
 import { GUILD_A, GUILD_B, twoServers, useDetectorApp } from './support/detector-app.js';

@@ -70,7 +70,7 @@ class ServiceOnTerminal {
 }
 
 /**
- * Logs for a person at a terminal (README, "Operations"): readable lines unless NODE_ENV is
+ * Logs for a person at a terminal (docs/operations.md, "Logs"): readable lines unless NODE_ENV is
  * `production`. On a pipe the service writes JSON lines (test/process.e2e-spec.ts reads them).
  */
 describe('the service on a terminal', () => {

@@ -25,7 +25,7 @@ function check(range: string, nvmrc?: string) {
   }
 }
 
-/** `npm start` and `npm test` run scripts/check-node.mjs first (README, "Run it"). */
+/** `npm start` and `npm test` run scripts/check-node.mjs first (docs/operations.md, "Running it"). */
 describe('the Node version check before npm start', () => {
   it('passes silently on the Node this suite runs on, with the real package.json', () => {
     const run = spawnSync(process.execPath, [SCRIPT], { encoding: 'utf8' });

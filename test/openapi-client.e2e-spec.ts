@@ -24,7 +24,7 @@ const messageIsNamed: ListenMessage extends components['schemas']['NameChangeEve
 const dataIsTheEvent: NonNullable<ListenMessage['data']> extends StreamedEvent ? true : false =
   true;
 
-/** The client users generate from the committed document (see README), against the real app. */
+/** The client users generate from the committed document (see docs/clients.md), against the real app. */
 describe('a client generated from the OpenAPI document', () => {
   const fx = useApp();
   let client: ReturnType<typeof createClient<paths>>;

@@ -14,7 +14,7 @@ const operations = Object.entries(document.paths).flatMap(([path, byMethod]) =>
 );
 const event = documentedEvent;
 
-/** What generators other than openapi-typescript read in the document (README, "OpenAPI"). */
+/** What generators other than openapi-typescript read in the document (docs/clients.md). */
 describe('the OpenAPI document, as other generators read it', () => {
   it('describes every operation', () => {
     const undescribed = operations.filter(

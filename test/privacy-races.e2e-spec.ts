@@ -231,7 +231,7 @@ describe('erasing a user with 10,000 entries (PostgreSQL and Redis)', () => {
         'SELECT user_id, name FROM name_change_events',
       ),
     ).toEqual([{ user_id: bystander, name: 'kept' }]);
-    // A figure for the README, not a bound: timings are the benchmark's to judge.
+    // A figure for docs/privacy.md, not a bound: timings are the benchmark's to judge.
     process.stdout.write(`Erasure of 10,000 entries: ${elapsedMs.toFixed(1)} ms over HTTP\n`);
   });
 });

@@ -48,7 +48,7 @@ describe('the name search: what matches', () => {
     expect(await names({ name: 'straße' })).toEqual(['STRAẞE']);
   });
 
-  it('compares NFC and NFD forms of a name as one (README: normalisation)', async () => {
+  it('compares NFC and NFD forms of a name as one (docs/search.md: normalisation)', async () => {
     const composed = 'Jos\u00e9';
     const decomposed = 'Jose\u0301';
     await seed(nameEvent({ name: composed }), nameEvent({ name: decomposed }));
