@@ -7,6 +7,9 @@
  * the event's wire schema, which the publish body defines and the stream and history derive.
  * Everything else in a folder is its own business. `common/`, `config/` and `platform/` (the
  * adaptations of Express, Node's HTTP server and Nest) are shared by all.
+ *
+ * And what ships: the service imports only packages in package.json's `dependencies`, the
+ * ones the image keeps (`npm run test:image` runs that tree).
  */
 const PUBLIC_FILE = [
   '[.](module|service|types|guard|health|entity|repository|decorator)[.]ts$',
@@ -52,6 +55,33 @@ module.exports = {
         'The service never imports test or benchmark code (unit specs may use test support).',
       from: { path: '^src/', pathNot: '[.]spec[.]ts$' },
       to: { path: '^(test|bench)/' },
+    },
+    {
+      name: 'runtime-dependencies-only',
+      severity: 'error',
+      comment:
+        "The service imports a package that is not in package.json's dependencies: the image's `npm prune --omit=dev` removes it, and the import fails in production. Move it to dependencies (see CONTRIBUTING.md).",
+      from: { path: '^src/', pathNot: '[.]spec[.]ts$' },
+      to: {
+        // npm-dev: a devDependency; npm-no-pkg: installed only as another package's
+        // dependency (it may vanish or change major with it); npm-unknown: no package.json
+        // to tell; optional and peer dependencies may be absent from a production install.
+        dependencyTypes: ['npm-dev', 'npm-no-pkg', 'npm-unknown', 'npm-optional', 'npm-peer'],
+        // A type-only import (`import type`, or every name in it marked `type`) is erased
+        // when tsc builds, in the image's build stage, which has the devDependencies: nothing
+        // of it is loaded at run time, so a dev package's types (`@types/...`, or a dev
+        // tool's own) may be used that way. An import of values used only as types is erased
+        // too, but counts here: mark it `type` (dependency-cruiser errs on the failing side).
+        dependencyTypesNot: ['type-only'],
+      },
+    },
+    {
+      name: 'resolvable-imports',
+      severity: 'error',
+      comment:
+        'The service imports a module that is not installed: add the package to dependencies.',
+      from: { path: '^src/', pathNot: '[.]spec[.]ts$' },
+      to: { couldNotResolve: true },
     },
   ],
   options: {
