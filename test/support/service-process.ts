@@ -90,10 +90,22 @@ export interface Exit {
   signal: NodeJS.Signals | null;
 }
 
+export interface SpawnOptions {
+  /** The port to listen on; by default a free one. */
+  port?: number;
+  /**
+   * Another build of the service: a directory (the image's tree, say) and the command that
+   * runs it there, as a Dockerfile's WORKDIR and CMD say, with no LOG_LEVEL but `env`'s.
+   * By default the service is `node <ensureBuilt()>`, in an empty directory of its own, with
+   * LOG_LEVEL `warn` unless `env` says.
+   */
+  tree?: { dir: string; command: readonly string[] };
+}
+
 /**
  * The built service (`node dist/main.js`) as a child process on a free loopback port, so a
  * test can kill it (SIGKILL) or stop it (SIGTERM) as an orchestrator would. It runs in an
- * empty working directory with only the environment given (no `.env` is read).
+ * empty working directory (or a tree's own) with only the environment given (no `.env` is read).
  */
 export class ServiceProcess {
   /** What it wrote to stdout and stderr, as it came. */
@@ -107,7 +119,8 @@ export class ServiceProcess {
   private constructor(
     private readonly child: ChildProcess,
     readonly port: number,
-    private readonly cwd: string,
+    /** Its working directory when it is the process's own, removed once it has exited. */
+    private readonly ownDir?: string,
   ) {
     child.stdout?.on('data', (chunk: Buffer) => {
       this.output += chunk.toString();
@@ -120,7 +133,7 @@ export class ServiceProcess {
     this.exited = new Promise((resolve) =>
       child.once('close', (code, signal) => {
         this.exit = { code, signal };
-        rmSync(this.cwd, { recursive: true, force: true });
+        if (this.ownDir) rmSync(this.ownDir, { recursive: true, force: true });
         resolve(this.exit);
       }),
     );
@@ -140,21 +153,25 @@ export class ServiceProcess {
    */
   static async spawn(
     env: Record<string, string>,
-    { port }: { port?: number } = {},
+    { port, tree }: SpawnOptions = {},
   ): Promise<ServiceProcess> {
     port ??= await freePort();
-    const cwd = mkdtempSync(join(tmpdir(), 'service-process-'));
-    const child = spawn(process.execPath, [ensureBuilt()], {
-      cwd,
+    const ownDir = tree ? undefined : mkdtempSync(join(tmpdir(), 'service-process-'));
+    const [program, ...args] = tree?.command ?? ['node', ensureBuilt()];
+    // `node` is the Node running the tests (the one the suite checks), not whichever is first
+    // on the PATH.
+    const child = spawn(program === 'node' ? process.execPath : program, args, {
+      cwd: tree?.dir ?? ownDir,
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
-        LOG_LEVEL: 'warn',
+        // Quiet, unless it is a tree run as its image runs it (the image sets no LOG_LEVEL).
+        ...(tree ? {} : { LOG_LEVEL: 'warn' }),
         PORT: String(port),
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    return new ServiceProcess(child, port, cwd);
+    return new ServiceProcess(child, port, ownDir);
   }
 
   /**
@@ -163,10 +180,10 @@ export class ServiceProcess {
    */
   static async start(
     env: Record<string, string>,
-    { port }: { port?: number } = {},
+    options: SpawnOptions = {},
   ): Promise<ServiceProcess> {
     const { PORT: _ignored, ...rest } = env;
-    const service = await ServiceProcess.spawn(rest, { port });
+    const service = await ServiceProcess.spawn(rest, options);
     try {
       const outcome = await waitFor(
         `the service on port ${service.port} to be ready`,
