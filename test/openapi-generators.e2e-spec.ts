@@ -72,11 +72,37 @@ describe('the OpenAPI document, as other generators read it', () => {
     const tagged = operations.filter(({ operation }) => operation.tags?.includes('stream'));
     expect(tagged.map(({ name }) => name)).toEqual(streams.map(({ name }) => name));
     const [{ operation }] = streams;
-    // One tag: excluding it leaves out the stream and nothing else.
-    expect(operation.tags).toEqual(['stream']);
+    // Its controller's tag first (generators group by it: 0.1.0's clients have `listen` under
+    // `events`), then `stream`, so that excluding `stream` leaves out the stream alone.
+    expect(operation.tags).toEqual(['events', 'stream']);
     expect(operation.description).toContain('**How to consume it.** Open it with an EventSource');
     expect(operation.description).toContain('`Last-Event-ID`');
     expect(operation.description).toContain('clients/typescript/name-change-stream.ts');
     expect(operation.description).toContain("input.filters: { tags: ['stream'], mode: 'exclude' }");
+  });
+
+  it('is OpenAPI 3.0 in the shapes that generators beyond TypeScript read without junk', () => {
+    // swagger-codegen 3.0.x writes nothing for a 3.1 document (and exits 0).
+    expect(document.openapi).toMatch(/^3\.0\.\d+$/);
+    const wrapped: string[] = []; // swagger-codegen: an empty AllOf… class (Python), Object (Go)
+    const nullInEnum: string[] = []; // openapi-zod-client: a z.enum with null does not compile
+    const untypedMaps: string[] = []; // swagger-codegen's Go: an undefined ModelMap
+    const visit = (node: unknown, where: string): void => {
+      if (!node || typeof node !== 'object') return;
+      const schema = node as Record<string, unknown>;
+      const allOf = schema.allOf as unknown[] | undefined;
+      if (allOf?.length === 1 && '$ref' in (allOf[0] as object)) wrapped.push(where);
+      if (Array.isArray(schema.enum) && schema.enum.includes(null)) nullInEnum.push(where);
+      const extra = schema.additionalProperties;
+      if (extra === true || (extra && Object.keys(extra).length === 0)) untypedMaps.push(where);
+      for (const [key, value] of Object.entries(schema)) visit(value, `${where}/${key}`);
+    };
+    visit(document.components, '#/components');
+    visit(document.paths, '#/paths');
+    expect({ wrapped, nullInEnum, untypedMaps }).toEqual({
+      wrapped: [],
+      nullInEnum: [],
+      untypedMaps: [],
+    });
   });
 });

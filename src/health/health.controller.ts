@@ -1,14 +1,15 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { type HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
 import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
 import { NoAccessLog } from '../common/route-traits.js';
 import { BusHealthIndicator } from '../bus/bus.health.js';
 import { DatabaseHealthIndicator } from '../database/database.health.js';
-import { HealthResponseDto } from './health.dto.js';
+import { HealthDependencyDto, HealthResponseDto } from './health.dto.js';
 import { HttpDrainService } from './http-drain.service.js';
 
 @ApiTags('health')
+@ApiExtraModels(HealthDependencyDto)
 @Controller('health')
 // Probed every few seconds by every orchestrator and load balancer: not worth a line each.
 @NoAccessLog()

@@ -14,7 +14,7 @@ import type {
 /** The security scheme of the administration routes (ADMIN_TOKEN). */
 export const ADMIN_SCHEME = 'admin';
 
-/** The one tag of every Server-Sent Events operation. */
+/** The tag every Server-Sent Events operation has besides its controller's. */
 export const STREAM_TAG = 'stream';
 export const STREAM_TAG_DESCRIPTION =
   'Name change events live (Server-Sent Events): open a stream with an EventSource, not with a generated request function, which would wait for the end of a body that never ends. Generators can leave this tag out.';
@@ -37,6 +37,7 @@ export function applyDocumentRules(document: OpenAPIObject): OpenAPIObject {
     closeRequestBody(document, operation);
     guideStreamConsumers(operation);
   }
+  referDirectly(document);
   return document;
 }
 
@@ -82,13 +83,44 @@ function closeRequestBody(document: OpenAPIObject, operation: OperationObject): 
 /**
  * A Server-Sent Events operation (its 200 is `text/event-stream`) says how to consume it:
  * OpenAPI 3.0 cannot say "a stream of messages", and a generated request function treats the
- * answer as one body to read to its end. Its tag is `stream` alone, in place of its
- * controller's, so that a generator can leave out exactly the streams (an operation under two
- * tags would also be listed twice in Swagger UI).
+ * answer as one body to read to its end. It is also tagged `stream`, after its controller's
+ * tag, so that a generator can leave out exactly the streams; the first tag stays the
+ * controller's, since generators group operations by it (0.1.0's clients have `listen` under
+ * `events`).
  */
 function guideStreamConsumers(operation: OperationObject): void {
   const ok = operation.responses['200'] as { content?: Record<string, unknown> } | undefined;
   if (!ok?.content?.['text/event-stream']) return;
-  operation.tags = [STREAM_TAG];
+  operation.tags = [...(operation.tags ?? []), STREAM_TAG];
   operation.description = [operation.description, STREAM_GUIDANCE].filter(Boolean).join('\n\n');
+}
+
+/**
+ * A property that refers to another schema refers to it directly. @nestjs/swagger wraps the
+ * reference in a one-element `allOf` to give it a description beside it, and swagger-codegen
+ * makes an empty class of each wrapper (Python's `AllOf…`, Go's `Object`). OpenAPI 3.0 ignores
+ * what stands beside a `$ref`, so the property's description goes into its schema's.
+ */
+function referDirectly(document: OpenAPIObject): void {
+  for (const schema of Object.values(document.components?.schemas ?? {})) {
+    if ('$ref' in schema || !schema.properties) continue;
+    const notes: string[] = [];
+    for (const [name, property] of Object.entries(schema.properties)) {
+      if ('$ref' in property || property.allOf?.length !== 1 || !('$ref' in property.allOf[0])) {
+        continue;
+      }
+      schema.properties[name] = { $ref: property.allOf[0].$ref };
+      if (property.description) notes.push(`\`${name}\`: ${property.description}`);
+    }
+    if (notes.length > 0) {
+      schema.description = [schema.description, ...notes].filter(Boolean).join('\n\n');
+    }
+  }
+}
+
+/** A copy of the document in which each operation has its first tag only (for Swagger UI). */
+export function underFirstTagOnly(document: OpenAPIObject): OpenAPIObject {
+  const copy = structuredClone(document);
+  for (const operation of operationsOf(copy)) operation.tags = operation.tags?.slice(0, 1);
+  return copy;
 }

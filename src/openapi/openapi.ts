@@ -10,6 +10,7 @@ import {
   applyDocumentRules,
   STREAM_TAG,
   STREAM_TAG_DESCRIPTION,
+  underFirstTagOnly,
 } from './document-rules.js';
 
 const { version } = JSON.parse(
@@ -59,7 +60,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   }
   const config = builder.build();
   // Each module names its own tags (`@Owns`), in the order of app.module.ts; every stream
-  // goes under one tag of its own (see document-rules.ts).
+  // also goes under a tag of its own (see document-rules.ts).
   config.tags = [
     ...owned.apiTags.map((tag) => ({ ...tag })),
     { name: STREAM_TAG, description: STREAM_TAG_DESCRIPTION },
@@ -86,9 +87,17 @@ export function serveOpenApi(app: INestApplication): void {
     const message = keys.map((key) => `property ${key} should not exist`).join('; ');
     res.status(400).json({ message, code: 400 });
   });
+  // The published document, as generated clients read it.
   SwaggerModule.setup('api/docs', app, () => buildOpenApiDocument(app), {
+    ui: false,
     jsonDocumentUrl: 'api/docs-json',
     yamlDocumentUrl: 'api/docs-yaml',
+    useGlobalPrefix: false,
+  });
+  // Swagger UI lists an operation under each of its tags: it gets a copy in which each
+  // operation keeps its first tag only, so the stream (`events`, `stream`) shows once.
+  SwaggerModule.setup('api/docs', app, () => underFirstTagOnly(buildOpenApiDocument(app)), {
+    raw: false,
     useGlobalPrefix: false,
   });
 }

@@ -10,10 +10,7 @@ import { PublishService } from './publish.service.js';
 @Owns({
   config: [publishConfig],
   apiTags: [
-    {
-      name: 'events',
-      description: 'Publishing name change events (their live stream is under `stream`)',
-    },
+    { name: 'events', description: 'Publishing and streaming name change events' },
   ],
 })
 @Module({

@@ -95,9 +95,11 @@ export class WebhookEndpointDto {
   })
   userId: string | null;
 
+  // No null among the enum's values: openapi-zod-client writes them into a z.enum, which
+  // does not compile with null; `nullable` says it, as generators read it.
   @ApiProperty({
     type: String,
-    enum: [...NAME_TYPES, null],
+    enum: NAME_TYPES,
     nullable: true,
     description: 'Only this kind of name; null: both.',
     example: null,

@@ -75,12 +75,17 @@ function rebase(schema: object): object {
   ) as object;
 }
 
-/** Objects that list their properties admit no others, unless they say so. */
+/**
+ * Objects that list their properties admit no others, unless they say so; a nullable enum
+ * admits null (as OpenAPI 3.0's generators read `nullable`: the document keeps null out of
+ * enum values, where openapi-zod-client would write it into a z.enum that does not compile).
+ */
 function closed<T>(schema: T): T {
   if (Array.isArray(schema)) return schema.map(closed) as T;
   if (schema === null || typeof schema !== 'object') return schema;
   const copy = Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, closed(v)]));
   if ('properties' in copy && !('additionalProperties' in copy)) copy.additionalProperties = false;
+  if (copy.nullable === true && Array.isArray(copy.enum)) copy.enum = [...copy.enum, null];
   return copy as T;
 }
 

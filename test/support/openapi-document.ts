@@ -14,6 +14,7 @@ export interface DocumentedOperation {
 export const openApiDocument = JSON.parse(
   readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8'),
 ) as {
+  openapi: string;
   paths: Record<string, Record<string, DocumentedOperation>>;
   components: { securitySchemes: Record<string, object>; schemas: Record<string, object> };
 };
