@@ -9,9 +9,7 @@ import { PublishService } from './publish.service.js';
 /** POST /webhooks/prevnames: the route, its token and rate limit, and its use case. */
 @Owns({
   config: [publishConfig],
-  apiTags: [
-    { name: 'events', description: 'Publishing and streaming name change events' },
-  ],
+  apiTags: [{ name: 'events', description: 'Publishing and streaming name change events' }],
 })
 @Module({
   imports: [NameEventsModule, RateLimitModule],

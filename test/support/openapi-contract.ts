@@ -85,7 +85,9 @@ function closed<T>(schema: T): T {
   if (schema === null || typeof schema !== 'object') return schema;
   const copy = Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, closed(v)]));
   if ('properties' in copy && !('additionalProperties' in copy)) copy.additionalProperties = false;
-  if (copy.nullable === true && Array.isArray(copy.enum)) copy.enum = [...copy.enum, null];
+  if (copy.nullable === true && Array.isArray(copy.enum)) {
+    copy.enum = [...(copy.enum as unknown[]), null];
+  }
   return copy as T;
 }
 
