@@ -1,12 +1,13 @@
 import type { Type } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Test, type TestingModuleBuilder } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cp, mkdtemp, rename, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { AppModule } from '../../src/app.module.js';
 import { ExpressHttpAdapter } from '../../src/platform/express-http-adapter.js';
 import { configureApp } from '../../src/app.setup.js';
@@ -26,6 +27,39 @@ export interface TestApp {
   /** http://127.0.0.1:<port> */
   url: string;
   close(): Promise<void>;
+}
+
+/**
+ * A data directory for the embedded backend: a copy of one that the application initialised
+ * with this tree's migrations. PGlite's initdb and the migrations take 4 s on an idle machine
+ * and several times that under the suite's load, which every embedded suite paid again. The
+ * copy is made once per set of migrations (and PGlite version), by whichever suite needs it
+ * first; a fresh directory is still what `npm start` and the image's smoke start on.
+ */
+async function embeddedDataDir(): Promise<string> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'e2e-embedded-'));
+  await cp(await embeddedTemplate(), dataDir, { recursive: true });
+  return dataDir;
+}
+
+async function embeddedTemplate(): Promise<string> {
+  const src = fileURLToPath(new URL('../../src/', import.meta.url));
+  const key = createHash('sha256');
+  const migrations = readdirSync(src, { recursive: true, encoding: 'utf8' })
+    .filter((file) => /(^|\/)migrations\/[^/]+\.ts$/.test(file) && !file.endsWith('.spec.ts'))
+    .sort();
+  for (const file of migrations) key.update(file).update(readFileSync(join(src, file)));
+  key.update(readFileSync(join(src, '../node_modules/@electric-sql/pglite/package.json')));
+  const template = join(tmpdir(), `name-history-e2e-pglite-${key.digest('hex').slice(0, 16)}`);
+  if (existsSync(template)) return template;
+  const building = await mkdtemp(`${template}-building-`);
+  await (await startApp({ DATA_DIR: building })).close();
+  // Another worker may have made it meanwhile: the first rename wins, the others' go.
+  await rename(building, template).catch(async (error: unknown) => {
+    if (!existsSync(template)) throw error;
+    await rm(building, { recursive: true, force: true });
+  });
+  return template;
 }
 
 /** A key prefix of its own, so parallel test files never see each other's events. */
@@ -140,7 +174,7 @@ export function useApp(options: AppFixtureOptions = {}): AppFixture {
 
   beforeAll(async () => {
     if (backend === 'embedded') {
-      dataDir = await mkdtemp(join(tmpdir(), 'e2e-embedded-'));
+      dataDir = await embeddedDataDir();
       env = { DATA_DIR: dataDir };
     } else {
       db = await TestDatabase.create();
