@@ -42,13 +42,53 @@ describe('discord webhooks', () => {
     const body = first.json as DiscordBody;
     expect(Object.keys(body).sort()).toEqual(['allowed_mentions', 'content']);
     expect(body.allowed_mentions).toEqual({ parse: [] });
-    expect(body.content).toContain(username.userId);
-    expect(body.content).toContain('username');
-    expect(body.content).toContain('a\\\\b\\*c\\_d\\~e\\`f\\|g\\>h @everyone <@1\\>');
-    const other = (second.json as DiscordBody).content;
-    expect(other).toContain(display.userId);
-    expect(other).toContain('display name');
-    expect(other).toContain('\\*\\*bold\\*\\* \\_\\_x\\_\\_');
+    // The user id is escaped too: `-` is ASCII punctuation.
+    const escaped = (userId: string) => userId.replaceAll('-', '\\-');
+    expect(body.content).toBe(
+      `User ${escaped(username.userId)} changed their username. Previous username: ` +
+        'a\\\\b\\*c\\_d\\~e\\`f\\|g\\>h \\@everyone \\<\\@1\\>',
+    );
+    expect((second.json as DiscordBody).content).toBe(
+      `User ${escaped(display.userId)} changed their display name. Previous display name: ` +
+        '\\*\\*bold\\*\\* \\_\\_x\\_\\_',
+    );
+    await waitFor('delivered', async () => (await statusOf(fx.url, id)).pending === 0);
+    expect((await endpointsOf(fx.url).delete(id)).status).toBe(200);
+  });
+
+  it('makes every markdown construct literal text, across line breaks, in the name and the user id', async () => {
+    receiver.received.length = 0;
+    receiver.answer = () => ({ status: 204 });
+    // Each name, and what Discord is sent: a backslash before every ASCII punctuation character.
+    const constructs: [string, string][] = [
+      ['[click me](https://phish.example)', '\\[click me\\]\\(https\\:\\/\\/phish\\.example\\)'],
+      ['see https://phish.example/a?b=1', 'see https\\:\\/\\/phish\\.example\\/a\\?b\\=1'],
+      ['x\n# Official notice\n## Two', 'x\n\\# Official notice\n\\#\\# Two'],
+      ['-# small print', '\\-\\# small print'],
+      ['- item\n* other\n1. first', '\\- item\n\\* other\n1\\. first'],
+      ['> quoted\n>>> block', '\\> quoted\n\\>\\>\\> block'],
+      ['`code` ```js\nx```', '\\`code\\` \\`\\`\\`js\nx\\`\\`\\`'],
+      ['||spoiler||', '\\|\\|spoiler\\|\\|'],
+      ['**b** __u__ ~~s~~ *i*', '\\*\\*b\\*\\* \\_\\_u\\_\\_ \\~\\~s\\~\\~ \\*i\\*'],
+      [
+        '<@123> <@!4> <@&5> <#6> @everyone @here',
+        '\\<\\@123\\> \\<\\@\\!4\\> \\<\\@\\&5\\> \\<\\#6\\> \\@everyone \\@here',
+      ],
+      ['<:pepe:123> <a:dance:456>', '\\<\\:pepe\\:123\\> \\<a\\:dance\\:456\\>'],
+      ['<t:1700000000:R>', '\\<t\\:1700000000\\:R\\>'],
+      ['é 名前 🎉 plain', 'é 名前 🎉 plain'],
+    ];
+    const userId = '[u](https://x.example) <@1>';
+    const escapedUserId = '\\[u\\]\\(https\\:\\/\\/x\\.example\\) \\<\\@1\\>';
+    const { id } = await createEndpoint(fx.url, { url: receiver.url, format: 'discord' });
+    for (const [name] of constructs) await store(fx.url, nameEvent({ userId, name }));
+    await waitFor('every message', () => receiver.received.length >= constructs.length);
+    expect(receiver.received.map((request) => (request.json as DiscordBody).content)).toEqual(
+      constructs.map(
+        ([, escaped]) =>
+          `User ${escapedUserId} changed their username. Previous username: ${escaped}`,
+      ),
+    );
     await waitFor('delivered', async () => (await statusOf(fx.url, id)).pending === 0);
     expect((await endpointsOf(fx.url).delete(id)).status).toBe(200);
   });
@@ -73,7 +113,9 @@ describe('discord webhooks', () => {
     // The header's hour would time this out: the body's quarter second is what counts.
     await waitFor('the retry', () => receiver.received.length >= 2);
     expect(receiver.received[1].body).toBe(receiver.received[0].body);
-    expect((receiver.received[0].json as DiscordBody).content).toContain(event.userId);
+    expect((receiver.received[0].json as DiscordBody).content).toContain(
+      event.userId.replaceAll('-', '\\-'),
+    );
     expect(await metric(fx.url, deliveries(id, 'rejected'))).toBe(1);
     await waitFor('delivered', async () => (await statusOf(fx.url, id)).pending === 0);
     expect((await statusOf(fx.url, id)).failingSince).toBeNull();

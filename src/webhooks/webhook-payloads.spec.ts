@@ -52,7 +52,11 @@ describe('webhook payloads', () => {
   });
 
   it('escapes Discord markdown in the name, and mentions nobody', () => {
-    expect(escapeMarkdown('\\*_~`|> plain @here')).toBe('\\\\\\*\\_\\~\\`\\|\\> plain @here');
+    // Every ASCII punctuation character, and nothing else.
+    const punctuation = '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~';
+    expect(escapeMarkdown(`${punctuation} plain é 1`)).toBe(
+      `${[...punctuation].map((c) => `\\${c}`).join('')} plain é 1`,
+    );
     const body = JSON.parse(discordRequest({ ...event, type: 'displayname' }).body) as {
       content: string;
       allowed_mentions: unknown;

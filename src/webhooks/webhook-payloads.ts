@@ -60,18 +60,22 @@ export function standardRequest(event: StoredNameEvent, secret: string, now: Dat
   };
 }
 
-/** Discord's markdown: a backslash before each of \ * _ ~ ` | > (the name is shown as typed). */
+/**
+ * Discord shows `\X` as X for any ASCII punctuation X: a backslash before each of them makes a
+ * name (or user id) literal text, whatever it holds: no link, heading, subtext, list, quote,
+ * code, spoiler, mention, emoji or timestamp, on any of its lines.
+ */
 export function escapeMarkdown(text: string): string {
-  return text.replace(/[\\*_~`|>]/g, '\\$&');
+  return text.replace(/[!-/:-@[-`{-~]/g, '\\$&');
 }
 
 /**
  * The event as a Discord channel webhook's message: who, which kind of name, the previous
- * name escaped, and no mention allowed (a name like `@everyone` pings nobody).
+ * name, both escaped, and no mention allowed (a name like `@everyone` pings nobody).
  */
 export function discordRequest(event: StoredNameEvent): WebhookRequest {
   const kind = event.type === 'username' ? 'username' : 'display name';
-  const content = `User ${event.userId} changed their ${kind}. Previous ${kind}: ${escapeMarkdown(event.name)}`;
+  const content = `User ${escapeMarkdown(event.userId)} changed their ${kind}. Previous ${kind}: ${escapeMarkdown(event.name)}`;
   return {
     body: JSON.stringify({ content, allowed_mentions: { parse: [] } }),
     headers: {},
