@@ -87,8 +87,10 @@ export function serveOpenApi(app: INestApplication): void {
     const message = keys.map((key) => `property ${key} should not exist`).join('; ');
     res.status(400).json({ message, code: 400 });
   });
-  // The published document, as generated clients read it.
-  SwaggerModule.setup('api/docs', app, () => buildOpenApiDocument(app), {
+  // The published document, as generated clients read it: built once, at the first request.
+  let document: OpenAPIObject | undefined;
+  const published = () => (document ??= buildOpenApiDocument(app));
+  SwaggerModule.setup('api/docs', app, published, {
     ui: false,
     jsonDocumentUrl: 'api/docs-json',
     yamlDocumentUrl: 'api/docs-yaml',
@@ -96,7 +98,7 @@ export function serveOpenApi(app: INestApplication): void {
   });
   // Swagger UI lists an operation under each of its tags: it gets a copy in which each
   // operation keeps its first tag only, so the stream (`events`, `stream`) shows once.
-  SwaggerModule.setup('api/docs', app, () => underFirstTagOnly(buildOpenApiDocument(app)), {
+  SwaggerModule.setup('api/docs', app, () => underFirstTagOnly(published()), {
     raw: false,
     useGlobalPrefix: false,
   });
