@@ -85,6 +85,12 @@ describe('hostile input: hand-made request heads', () => {
       'Host header is required',
     ],
     [
+      'a second Host header, naming another site',
+      request(`GET /api/users/1/prevnames HTTP/1.1`, 'host: evil.example\r\n'),
+      400,
+      'Multiple Host headers',
+    ],
+    [
       'TLS bytes on the plain port',
       Buffer.from([
         0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03, 0x0d, 0x0a, 0x0d, 0x0a,

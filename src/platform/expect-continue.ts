@@ -26,23 +26,13 @@ export function answerExpectations(server: Server): void {
 }
 
 /**
- * Sends `100 Continue` to a request that asked for it, right before its body is read: unless
- * it announces a body over the limit, which is refused at once (413) instead.
+ * Sends `100 Continue` to a request that asked for it, right before its body is read. A body
+ * refused on its headers (415, or 413 by its Content-Length: see refuseAnnouncedBodyOverLimit
+ * in json-body.ts) was answered before this, without it.
  */
-export function continueWhenBodyIsWanted(bodyLimitBytes: number) {
-  return (req: Request, res: Response, next: NextFunction): void => {
-    if (!awaitingContinue.has(req)) {
-      next();
-      return;
-    }
-    awaitingContinue.delete(req);
-    if (carriesBody(req) && Number(req.headers['content-length']) > bodyLimitBytes) {
-      next(Object.assign(new Error('Body too large'), { status: 413, type: 'entity.too.large' }));
-      return;
-    }
-    if (carriesBody(req)) res.writeContinue();
-    next();
-  };
+export function continueWhenBodyIsWanted(req: Request, res: Response, next: NextFunction): void {
+  if (awaitingContinue.delete(req) && carriesBody(req)) res.writeContinue();
+  next();
 }
 
 /** Whether a request announces a body (a chunked one, or a non-zero Content-Length). */

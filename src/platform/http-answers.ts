@@ -13,6 +13,7 @@ export const EXPECTATION_FAILED_MESSAGE =
 export const REQUEST_TIMEOUT_MESSAGE = 'Request timed out';
 export const MALFORMED_REQUEST_MESSAGE = 'Malformed HTTP request';
 export const HOST_REQUIRED_MESSAGE = 'Host header is required';
+export const MULTIPLE_HOSTS_MESSAGE = 'Multiple Host headers';
 
 /** The error contract's answer through a response object, optionally closing the connection. */
 export function sendJson(res: ServerResponse, code: number, message: string, close: boolean): void {

@@ -18,8 +18,9 @@ export interface HttpLayerSettings {
  * status and an empty body: a request its parser refuses (invalid bytes, an oversized head,
  * a malformed request line, an HTTP major version other than 1), a request that times out
  * (408), an `Expect` other than `100-continue` (417), a `CONNECT` (which Node answers by
- * closing the connection), and an HTTP/1.1 request without Host. Here each gets
- * `{message, code}`. Only public `http.Server` events and settings are used.
+ * closing the connection), and an HTTP/1.1 request without Host; and what Node lets through
+ * but RFC 9112 refuses, a request with more than one Host (which Node reads as the first).
+ * Here each gets `{message, code}`. Only public `http.Server` events and settings are used.
  */
 export function answerHttpLayerWithJson(
   app: NestExpressApplication,

@@ -1,15 +1,18 @@
 import { raw, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { isUtf8 } from 'node:buffer';
 import {
+  BODY_TOO_LARGE_MESSAGE,
   UNSUPPORTED_CHARSET_MESSAGE,
   UNSUPPORTED_MEDIA_TYPE_MESSAGE,
 } from '../common/http-exception.filter.js';
 import { carriesBody, continueWhenBodyIsWanted } from './expect-continue.js';
+import { sendJson } from './http-answers.js';
 
 /**
  * Request bodies, in place of Express's json() parser: a body must say it is JSON (else 415),
- * declare no charset but utf-8 (else 415, before it is read), stay within the limit (413),
- * and is decoded as UTF-8 whatever its header says (bytes that are not UTF-8 are a 400).
+ * declare no charset but utf-8 (else 415, before it is read), stay within the limit (413:
+ * before it is read when its Content-Length says so; body-parser's when chunked), and is
+ * decoded as UTF-8 whatever its header says (bytes that are not UTF-8 are a 400).
  * body-parser's json() decodes in the charset a request declares (iconv-lite: utf-16,
  * latin1…), which RFC 8259 leaves no room for; its errors are the ones the error filter
  * knows (`entity.parse.failed`, `entity.too.large`).
@@ -17,7 +20,8 @@ import { carriesBody, continueWhenBodyIsWanted } from './expect-continue.js';
 export function jsonBodies(bodyLimitBytes: number): RequestHandler[] {
   return [
     requireJsonContentType,
-    continueWhenBodyIsWanted(bodyLimitBytes),
+    refuseAnnouncedBodyOverLimit(bodyLimitBytes),
+    continueWhenBodyIsWanted,
     // The bytes as they came, never decoded in a declared charset: JSON here is UTF-8.
     raw({ limit: bodyLimitBytes, type: 'application/json', verify: rejectInvalidUtf8 }),
     parseJsonBody,
@@ -42,6 +46,27 @@ function requireJsonContentType(req: Request, res: Response, next: NextFunction)
     return;
   }
   next();
+}
+
+/**
+ * A body whose Content-Length is over the limit is refused as soon as the headers are in, with
+ * or without `Expect: 100-continue`, and the connection closed after the answer: its body is
+ * never read. (body-parser refuses it on the same header, but only once it has read the whole
+ * body, bounded by the request timeout alone, to keep the connection.) Node's parser lets only
+ * digits through (a sign, a fraction, a list, a second Content-Length line or one beside
+ * Transfer-Encoding are its 400s), so the value is a number here. The length counts the bytes
+ * sent, compressed or not (body-parser's limit counts them decoded as well). A chunked body
+ * has no length to judge: body-parser's 413 refuses it.
+ */
+export function refuseAnnouncedBodyOverLimit(bodyLimitBytes: number) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const length = req.headers['content-length'];
+    if (length !== undefined && Number(length) > bodyLimitBytes) {
+      sendJson(res, 413, BODY_TOO_LARGE_MESSAGE, true);
+      return;
+    }
+    next();
+  };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { statusOfRefusedVersion } from './request-line.js';
+import { hostFieldCount, statusOfRefusedVersion } from './request-line.js';
 
 const GOOD = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
 
@@ -47,5 +47,18 @@ describe('statusOfRefusedVersion', () => {
     expect(statusOfRefusedVersion(Buffer.from('GET / HTTP/9.9\r\n\r\n'), undefined)).toBe(400);
     expect(statusOfRefusedVersion(Buffer.from('GET / HTTP/9.9\r\n\r\n'), 0)).toBe(400);
     expect(statusOfRefusedVersion(Buffer.from('GET / HTTP/9.9\r\n\r\n'), 999)).toBe(400);
+  });
+});
+
+describe('hostFieldCount', () => {
+  it('counts every Host field line, whatever the case of its name', () => {
+    expect(hostFieldCount(['Host', 'a', 'Accept', '*/*'])).toBe(1);
+    expect(hostFieldCount(['Host', 'a', 'host', 'a'])).toBe(2);
+    expect(hostFieldCount(['HOST', 'a', 'Accept', '*/*', 'hOsT', 'b', 'host', ''])).toBe(3);
+  });
+
+  it('counts no other field, nor a value that says Host', () => {
+    expect(hostFieldCount([])).toBe(0);
+    expect(hostFieldCount(['X-Forwarded-Host', 'a', 'Hosts', 'b', 'Referer', 'Host'])).toBe(0);
   });
 });

@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import {
   HOST_REQUIRED_MESSAGE,
   MALFORMED_REQUEST_MESSAGE,
+  MULTIPLE_HOSTS_MESSAGE,
   sendJson,
   VERSION_NOT_SUPPORTED_MESSAGE,
 } from './http-answers.js';
@@ -40,15 +41,34 @@ export function statusOfRefusedVersion(
 }
 
 /**
+ * How many Host field lines a request has, whatever the case of their names. Node keeps only
+ * the first in `req.headers.host` (and drops the others silently); `rawHeaders` keeps every
+ * line, names and values in turn.
+ */
+export function hostFieldCount(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i].length === 4 && rawHeaders[i].toLowerCase() === 'host') count++;
+  }
+  return count;
+}
+
+/**
  * First in the chain: refuses what Node's parser lets through, a request line without a
- * version (HTTP/0.9) or with `HTTP/0.9` (400, malformed here) and `HTTP/2.0` (505), and
- * requires Host on HTTP/1.1 (Node's own check is off, see ExpressHttpAdapter, because its
- * answer has no body).
+ * version (HTTP/0.9) or with `HTTP/0.9` (400, malformed here) and `HTTP/2.0` (505); more than
+ * one Host field line, on any version (400, RFC 9112 section 3.2: Node takes the first and
+ * drops the others, and a proxy in front may have routed on another); and requires Host on
+ * HTTP/1.1 (Node's own check is off, see ExpressHttpAdapter, because its answer has no body).
+ * Each answer closes the connection, unread body and all.
  */
 export function checkRequestLine(req: Request, res: Response, next: NextFunction): void {
   if (req.httpVersionMajor !== 1) {
     if (req.httpVersionMajor >= 2) sendJson(res, 505, VERSION_NOT_SUPPORTED_MESSAGE, true);
     else sendJson(res, 400, MALFORMED_REQUEST_MESSAGE, true);
+    return;
+  }
+  if (hostFieldCount(req.rawHeaders) > 1) {
+    sendJson(res, 400, MULTIPLE_HOSTS_MESSAGE, true);
     return;
   }
   if (req.httpVersionMinor === 1 && req.headers.host === undefined) {
