@@ -55,11 +55,25 @@ describe('the access log', () => {
 
   const json = { 'content-type': 'application/json' };
 
+  const HISTORY = '/api/users/{:userId}/prevnames';
+
+  // The query string is never logged (a search's name and cursor, a history's cursor are in
+  // it): `req.url` is the path, `route` the template of the route that took the request, or
+  // null when none did (refused before routing, or an unknown path).
   it.each([
-    ['a history read', 'GET', '/api/users/someone/prevnames', {}, undefined, 200],
-    ['an unknown route under /api', 'GET', '/api/nowhere?x=1', {}, undefined, 404],
-    ['an unknown path outside /api', 'GET', '/nowhere', {}, undefined, 404],
-    ['a body that is not JSON', 'POST', PUBLISH, json, '{"userId":', 400],
+    ['a history read', 'GET', '/api/users/someone/prevnames', {}, undefined, 200, HISTORY],
+    [
+      'a history page',
+      'GET',
+      '/api/users/someone/prevnames?limit=1&after=2024-01-01T00:00:00Z',
+      {},
+      undefined,
+      200,
+      HISTORY,
+    ],
+    ['an unknown route under /api', 'GET', '/api/nowhere?name=x', {}, undefined, 404, null],
+    ['an unknown path outside /api', 'GET', '/nowhere?name=x', {}, undefined, 404, null],
+    ['a body that is not JSON', 'POST', PUBLISH, json, '{"userId":', 400, null],
     [
       'a body that is not declared JSON',
       'POST',
@@ -67,8 +81,9 @@ describe('the access log', () => {
       { 'content-type': 'text/plain' },
       event,
       415,
+      null,
     ],
-    ['a body over the limit', 'POST', PUBLISH, json, `{"name":"${'x'.repeat(20_000)}"}`, 413],
+    ['a body over the limit', 'POST', PUBLISH, json, `{"name":"${'x'.repeat(20_000)}"}`, 413, null],
     [
       'a refused query key on a route',
       'GET',
@@ -76,10 +91,11 @@ describe('the access log', () => {
       {},
       undefined,
       400,
+      HISTORY,
     ],
   ])(
-    'logs %s: one line with its id, method, URL, address and status',
-    async (_case, method, url, headers, body, status) => {
+    'logs %s: one line with its id, method, path, route, address and status',
+    async (_case, method, url, headers, body, status, route) => {
       const id = `logged-${status}-${method}-${url.length}`;
       const res = await http(`${service.url}${url}`, {
         method,
@@ -97,9 +113,10 @@ describe('the access log', () => {
         req: {
           id,
           method,
-          url,
+          url: url.split('?')[0],
           remoteAddress: expect.stringMatching(/^(::ffff:)?127\.0\.0\.1$/) as unknown,
         },
+        route,
         res: { statusCode: status },
         responseTime: expect.any(Number) as unknown,
         msg: 'request completed',

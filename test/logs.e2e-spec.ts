@@ -98,9 +98,10 @@ describe('the service on a terminal', () => {
         `^\\[\\d{2}:\\d{2}:\\d{2}\\.\\d{3}\\] INFO: \\[Bootstrap\\] Listening on port ${port}$`,
       ),
     );
-    expect((await http(`${service.url}/api/users/terminal/prevnames`)).status).toBe(200);
+    // The path and the route's template; never the query string.
+    expect((await http(`${service.url}/api/users/terminal/prevnames?limit=5`)).status).toBe(200);
     expect(await service.until(/request completed/)).toMatch(
-      /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: request completed \{"req":\{"id":"[^"]+","method":"GET","url":"\/api\/users\/terminal\/prevnames","remoteAddress":"[^"]+"\},"res":\{"statusCode":200\},"responseTime":\d+\}$/,
+      /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: request completed \{"req":\{"id":"[^"]+","method":"GET","url":"\/api\/users\/terminal\/prevnames","remoteAddress":"[^"]+"\},"route":"\/api\/users\/\{:userId\}\/prevnames","res":\{"statusCode":200\},"responseTime":\d+\}$/,
     );
     expect(service.lines.filter((line) => line.startsWith('{'))).toEqual([]);
   });

@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { requestIdOf } from './logger.js';
+import { pathOf, requestIdOf, routeOf } from './logger.js';
 
 /** Responses whose route asked to be left out of the access log (see NoAccessLog). */
 const unlogged = new WeakSet<ServerResponse>();
@@ -19,7 +19,10 @@ export function skipAccessLog(res: ServerResponse): void {
  * included (404, 413, 415, a body that is not JSON), unless its route declares
  * `@NoAccessLog()` (the probes; the streams, which log their own open and close). Every
  * request gets its id here (the caller's `X-Request-Id` when sane), returned in
- * `X-Request-Id` and used by the error filter's log lines.
+ * `X-Request-Id` and used by the error filter's log lines. A line names the request by
+ * `route`, the template of the route that took it (null when none did), and `req.url`, its
+ * path without the query string: a query string is never logged (a search's name and
+ * cursor, a history's cursor are in it).
  *
  * It replaces pino-http's per-request logger: a child logger and an async-local store for
  * every request cost about a fifth of a history read's time (BENCHMARKS.md), for a context
@@ -34,7 +37,8 @@ export function accessLog(logger: Logger) {
     res.once('close', () => {
       if (unlogged.has(res)) return;
       const line = {
-        req: { id, method: req.method, url: req.originalUrl, remoteAddress: req.ip },
+        req: { id, method: req.method, url: pathOf(req), remoteAddress: req.ip },
+        route: routeOf(req),
         res: { statusCode: res.statusCode },
         responseTime: Math.round(performance.now() - started),
         msg: res.writableFinished ? 'request completed' : 'request aborted',

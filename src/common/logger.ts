@@ -11,6 +11,43 @@ export function requestIdOf(req: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
+/** A request as Express leaves it once routed: what `routeOf` and `pathOf` read. */
+type RoutedRequest = IncomingMessage & {
+  originalUrl?: string;
+  baseUrl?: string;
+  route?: { path?: unknown; methods?: Record<string, boolean | undefined> };
+};
+
+/**
+ * The template of the route that took the request, as Express registered it, the global
+ * `api` prefix included (`/api/users/{:userId}/prevnames`, `/api/prevnames`); null when no
+ * route did (an unknown path, a body refused before routing). What the log lines name a
+ * request by: never its query string, which carries a search's name and cursors.
+ *
+ * Express leaves the route it dispatched to on `req.route`, and the path its router is
+ * mounted at on `req.baseUrl` (empty for the application's own routes, Nest's among them).
+ * Nest answers an unknown path under the prefix from a route of every method, `*path`, in a
+ * router mounted at `/api`: that is no route. A middleware applied to a controller's routes
+ * (`answerAsUnknownRoute`, say) is a route of their own template.
+ */
+export function routeOf(req: RoutedRequest): string | null {
+  const route = req.route;
+  const path = route?.path;
+  if (typeof path !== 'string') return null;
+  if (route?.methods?._all === true && path.includes('*')) return null;
+  const template = `${req.baseUrl ?? ''}${path}`;
+  // Not strict routing: `/api/prevnames/` (how Nest registers a controller's middleware for
+  // its root route, say) takes what `/api/prevnames` does.
+  return template.length > 1 && template.endsWith('/') ? template.slice(0, -1) : template;
+}
+
+/** The path the request asked for, as it was sent, without its query string (nor a fragment). */
+export function pathOf(req: RoutedRequest): string {
+  const target = req.originalUrl ?? req.url ?? '';
+  const end = target.search(/[?#]/);
+  return end === -1 ? target : target.slice(0, end);
+}
+
 /**
  * Structured logs through pino, for Nest's logger: JSON lines on stdout, or the lines of
  * `destination` (see `personalLogs`). The access log is `accessLog` (one line per request,

@@ -1,7 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { ClientBase, QueryConfig, QueryResultRow, Submittable } from 'pg';
+import {
+  DatabaseError,
+  type ClientBase,
+  type QueryConfig,
+  type QueryResultRow,
+  type Submittable,
+} from 'pg';
 import { DataSource } from 'typeorm';
 import { AppDataSource } from './app-data-source.js';
 import { CopyIn } from './copy-in.js';
@@ -166,6 +172,30 @@ async function storage<T>(statement: () => Promise<T>): Promise<T> {
     return await statement();
   } catch (error) {
     if (error instanceof StorageUnavailableError) throw error;
-    throw new StorageUnavailableError((error as Error).message);
+    throw new StorageUnavailableError(messageOf(error));
   }
+}
+
+/**
+ * The message of a failed statement, for the logs: Postgres' own, with its SQLSTATE. The
+ * message of a data exception (class 22) quotes the value it refused (`invalid input syntax
+ * for type bigint: "…"`, `date/time field value out of range: "…"`), which may be what a
+ * request sent: every quoted span and byte sequence in it is dropped, the rest (what was
+ * refused, the type, the code) kept. The other classes quote what the statement itself names
+ * (a constraint, a relation), which is the code's: values reach a statement as parameters,
+ * which only a data exception quotes. A detail (`Key (id)=(…)`) is not kept.
+ */
+function messageOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!(error instanceof DatabaseError) || typeof error.code !== 'string') return message;
+  const shown = error.code.startsWith('22') ? withoutValues(message) : message;
+  return `${shown} (SQLSTATE ${error.code})`;
+}
+
+/**
+ * `text` with what lies between its first and last double quote, and any byte sequence
+ * (`0xe2 0x82`), replaced: a value Postgres quotes may itself hold quotes.
+ */
+function withoutValues(text: string): string {
+  return text.replace(/"[\s\S]*"/, '"…"').replace(/0x[0-9a-f]+(?:\s+0x[0-9a-f]+)*/gi, '0x…');
 }

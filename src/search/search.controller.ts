@@ -3,7 +3,6 @@ import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from
 import type { Response } from 'express';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
-import { NoAccessLog } from '../common/route-traits.js';
 import { SearchQueryDto, SearchResponseDto } from './search.dto.js';
 import { SearchService } from './search.service.js';
 import {
@@ -16,10 +15,7 @@ import {
 const LINK_DESCRIPTION =
   'RFC 8288 link to the next page, present only while matches remain: `rel="next"`. Following it visits every match exactly once, in order. The target keeps `name`, `type`, `match` and `limit` and adds an opaque `cursor`; the limit may be changed on the way.';
 
-// No access log line: its URL would carry the name searched for, and logs carry no names. The
-// search logs a line of its own instead (SearchService, SearchTokenGuard).
 @ApiTags('search')
-@NoAccessLog()
 @Controller('prevnames')
 @UseGuards(SearchTokenGuard)
 export class SearchController {

@@ -1,0 +1,100 @@
+import { DatabaseError } from 'pg';
+import type { DataSource } from 'typeorm';
+import { SqlService, StorageUnavailableError } from './sql.service.js';
+
+/** An error as pg raises it for an ErrorResponse of Postgres. */
+function postgresError(code: string, message: string, detail?: string): DatabaseError {
+  const error = new DatabaseError(message, message.length, 'error');
+  return Object.assign(error, { code, severity: 'ERROR', detail });
+}
+
+/** A SqlService whose every statement fails with `error`. */
+function failingWith(error: Error): SqlService {
+  const client = { query: () => Promise.reject(error) };
+  const runner = { connect: () => Promise.resolve(client), release: () => Promise.resolve() };
+  return new SqlService({ createQueryRunner: () => runner } as unknown as DataSource);
+}
+
+async function failureOf(error: Error): Promise<StorageUnavailableError> {
+  const failure: unknown = await failingWith(error)
+    .query('SELECT $1::bigint', ['x'])
+    .then(
+      () => undefined,
+      (rejected: unknown) => rejected,
+    );
+  expect(failure).toBeInstanceOf(StorageUnavailableError);
+  return failure as StorageUnavailableError;
+}
+
+describe('SqlService: the StorageUnavailableError of a failed statement', () => {
+  // Postgres' own messages, as it words them for these values.
+  it.each([
+    [
+      '22P02',
+      'invalid input syntax for type bigint: "Privé Qwzx"',
+      'invalid input syntax for type bigint: "…"',
+    ],
+    [
+      '22P02',
+      'invalid input syntax for type integer: "a "quoted" b"',
+      'invalid input syntax for type integer: "…"',
+    ],
+    [
+      '22007',
+      'invalid input syntax for type interval: "1 fortnight"',
+      'invalid input syntax for type interval: "…"',
+    ],
+    [
+      '22008',
+      'date/time field value out of range: "0000-01-01T00:00:00.000000Z"',
+      'date/time field value out of range: "…"',
+    ],
+    [
+      '22003',
+      'value "99999999999" is out of range for type integer',
+      'value "…" is out of range for type integer',
+    ],
+    [
+      '22021',
+      'invalid byte sequence for encoding "UTF8": 0xe9 0x20 0x51',
+      'invalid byte sequence for encoding "…": 0x…',
+    ],
+  ])(
+    'drops the value a data exception (%s) quotes, keeps the rest and the SQLSTATE',
+    async (code, message, kept) => {
+      const failure = await failureOf(postgresError(code, message));
+      expect(failure.message).toBe(`${kept} (SQLSTATE ${code})`);
+      // The stack repeats the message: the value is not there either.
+      expect(failure.stack).toMatch(new RegExp(`^StorageUnavailableError: ${escape(kept)}`));
+      expect(`${failure.message} ${failure.stack}`).not.toMatch(
+        /Privé|quoted|fortnight|0000-01|9999|UTF8|0xe9/,
+      );
+    },
+  );
+
+  it.each([
+    ['57014', 'canceling statement due to statement timeout'],
+    ['57P01', 'terminating connection due to administrator command'],
+    ['23505', 'duplicate key value violates unique constraint "known_names_pkey"'],
+    ['42P01', 'relation "name_change_events" does not exist'],
+  ])(
+    'keeps the message of another class (%s), its identifiers, and the SQLSTATE',
+    async (code, message) => {
+      const failure = await failureOf(
+        // The detail, which quotes the row's values, is not kept.
+        postgresError(code, message, 'Key (user_id)=(someone) already exists.'),
+      );
+      expect(failure.message).toBe(`${message} (SQLSTATE ${code})`);
+      expect(failure.stack).not.toContain('someone');
+    },
+  );
+
+  it('keeps the message of a connection failure as it is', async () => {
+    const failure = await failureOf(new Error('connect ECONNREFUSED 127.0.0.1:5432'));
+    expect(failure.message).toBe('connect ECONNREFUSED 127.0.0.1:5432');
+  });
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
