@@ -48,6 +48,7 @@ export default tseslint.config(
         fetch: 'readonly',
         performance: 'readonly',
         AbortController: 'readonly',
+        AbortSignal: 'readonly',
         TextDecoder: 'readonly',
       },
     },

@@ -25,6 +25,9 @@ describe("the application's configuration", () => {
       retryMs: 3_000,
       bufferLimitBytes: 1024 * 1024,
       maxListeners: 50_000,
+      maxListenersPerAddress: 1_000,
+      replayConcurrency: 8,
+      replayStallMs: 10_000,
     });
     expect(config.get('rateLimit')).toEqual({ limit: 0, windowMs: 60_000 });
     expect(config.get('retention')).toEqual({ days: 0, intervalMs: 3_600_000, batchSize: 1000 });

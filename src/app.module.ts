@@ -7,6 +7,7 @@ import type { ConfigOf } from './config/config-section.js';
 import { ConfigurationModule } from './config/configuration.module.js';
 import { httpConfig } from './config/http.config.js';
 import { Owns } from './config/owns.decorator.js';
+import { CursorsModule } from './cursors/cursors.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { DetectorModule } from './detector/detector.module.js';
 import { EventsModule } from './events/events.module.js';
@@ -28,6 +29,7 @@ import { WebhooksModule } from './webhooks/webhooks.module.js';
 const FEATURE_MODULES = [
   MetricsModule,
   DatabaseModule,
+  CursorsModule,
   RedisModule,
   AdminModule,
   NameEventsModule,

@@ -55,6 +55,7 @@ describe('the OpenAPI document against the answers sent', () => {
   let noRedis: TestApp;
   /** ADMIN_TOKEN unset: administration off. */
   let noAdmin: TestApp;
+  let limited: TestApp;
   const answers = new Map<string, HttpResult>();
 
   beforeAll(async () => {
@@ -77,6 +78,12 @@ describe('the OpenAPI document against the answers sent', () => {
       ADMIN_TOKEN,
     });
     noAdmin = await startApp({ DATABASE_URL: db.url });
+    limited = await startApp({
+      DATABASE_URL: db.url,
+      SSE_MAX_LISTENERS_PER_ADDRESS: '1',
+      HISTORY_LONG_READS: '1',
+      HISTORY_LONG_READS_QUEUE: '0',
+    });
 
     const publish = (body: unknown, headers: Record<string, string> = {}) =>
       http(`${app.url}/api/webhooks/prevnames`, { method: 'POST', json: body, headers });
@@ -109,6 +116,23 @@ describe('the OpenAPI document against the answers sent', () => {
     const listener = await SseStream.open(`${app.url}/api/webhooks/prevnames/listen`);
     answers.set('listen 503', await http(`${app.url}/api/webhooks/prevnames/listen`));
     listener.close();
+    const fromThisAddress = await SseStream.open(`${limited.url}/api/webhooks/prevnames/listen`);
+    answers.set('listen 429', await http(`${limited.url}/api/webhooks/prevnames/listen`));
+    fromThisAddress.close();
+    // A long history read by many at once: one at a time reads it, the others are told to
+    // come back (tried again until some are: how the reads interleave is the machine's).
+    await db.query(
+      `INSERT INTO name_change_events (user_id, type, name, changed_at)
+       SELECT 'long-history', 'username', 'n' || g, timestamptz '2024-01-01Z' + g * interval '1 s'
+         FROM generate_series(1, 1500) g`,
+    );
+    for (let round = 0; round < 20 && !answers.has('getNameHistory 503'); round++) {
+      const reads = await Promise.all(
+        Array.from({ length: 20 }, () => http(`${limited.url}/api/users/long-history/prevnames`)),
+      );
+      const busy = reads.find((read) => read.status === 503);
+      if (busy) answers.set('getNameHistory 503', busy);
+    }
     for (const [operationId, path] of [
       ['getLiveness', '/api/health/live'],
       ['getReadiness', '/api/health/ready'],
@@ -185,7 +209,13 @@ describe('the OpenAPI document against the answers sent', () => {
   });
 
   afterAll(async () => {
-    await Promise.all([app.close(), noDatabase.close(), noRedis.close(), noAdmin.close()]);
+    await Promise.all([
+      app.close(),
+      noDatabase.close(),
+      noRedis.close(),
+      noAdmin.close(),
+      limited.close(),
+    ]);
     await db.drop();
   });
 

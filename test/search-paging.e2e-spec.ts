@@ -1,4 +1,14 @@
+import fc from 'fast-check';
+import { CursorSigner } from '../src/cursors/cursor-signer.service.js';
+import { SEARCH_CURSOR_SCOPE } from '../src/search/search-cursor.js';
 import { historyPath } from './support/api.js';
+import {
+  BAD_IDS,
+  BAD_TIMES,
+  cursorArbitraries,
+  cursorOfLink,
+  unkeyedCursor,
+} from './support/cursors.js';
 import { nameEvent, uniqueUserId } from './support/events.js';
 import { http } from './support/http.js';
 import {
@@ -16,6 +26,7 @@ const OTHER_QUERY_MESSAGE =
 
 /** Seconds into 2024, as a publish body's time: few distinct times, so many ties. */
 const at = (second: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, second)).toISOString();
+const AT = '2024-01-01T00:00:00.000000Z';
 
 /** Paging through the matches with the Link header's cursor. */
 describe('the name search: paging', () => {
@@ -125,8 +136,116 @@ describe('the name search: paging', () => {
       }
     });
 
+    it('of the unkeyed scheme of before, even with the fields of one issued now', async () => {
+      const [payload] = cursor.split('.');
+      const fields = JSON.parse(Buffer.from(payload, 'base64url').toString()) as unknown[];
+      await refused(
+        { name: 'paged', cursor: unkeyedCursor(SEARCH_CURSOR_SCOPE, fields) },
+        CURSOR_MESSAGE,
+      );
+      // The cursor of the report: year 0000, which Postgres refused (a 500 for every search
+      // batched with it).
+      const year0 = unkeyedCursor(SEARCH_CURSOR_SCOPE, [
+        'paged',
+        null,
+        'exact',
+        '0000-01-01T00:00:00.000000Z',
+        '1',
+      ]);
+      await refused({ name: 'paged', cursor: year0 }, CURSOR_MESSAGE);
+    });
+
+    /** A cursor signed with the service's own key, with whatever fields it is given. */
+    const signed = (...fields: unknown[]) =>
+      fx.app.get(CursorSigner).sign(SEARCH_CURSOR_SCOPE, fields);
+
+    it('signed with the service\u2019s key, with the fields of an issued one: followed', async () => {
+      const [payload] = cursor.split('.');
+      const fields = JSON.parse(Buffer.from(payload, 'base64url').toString()) as unknown[];
+      expect(await signed(...fields)).toBe(cursor);
+      const page = await search(
+        searchQuery({
+          name: 'paged',
+          limit: 2,
+          cursor: await signed('paged', null, 'exact', '0001-01-01T00:00:00.000000Z', '1'),
+        }),
+      );
+      expect(page.status).toBe(200);
+      expect(page.body.matches).toEqual(inOrder(paged).slice(0, 2));
+    });
+
+    it.each(BAD_TIMES)('signed, whose time is %s', async (_case, time) => {
+      await refused(
+        { name: 'paged', cursor: await signed('paged', null, 'exact', time, '1') },
+        CURSOR_MESSAGE,
+      );
+      await refused(
+        { name: 'pa', match: 'prefix', cursor: await signed('pa', null, 'prefix', time, '1') },
+        CURSOR_MESSAGE,
+      );
+    });
+
+    it.each(BAD_IDS)('signed, whose id is %s', async (_case, id) => {
+      await refused(
+        { name: 'paged', cursor: await signed('paged', null, 'exact', AT, id) },
+        CURSOR_MESSAGE,
+      );
+    });
+
+    it.each<[string, unknown[], Record<string, string>]>([
+      ['a name of null', [null, null, 'exact', AT, '1'], { name: 'paged' }],
+      ['a name that is a number', [1, null, 'exact', AT, '1'], { name: '1' }],
+      ['a name in an array', [['paged'], null, 'exact', AT, '1'], { name: 'paged' }],
+      ['an unknown type', ['paged', 'nickname', 'exact', AT, '1'], { name: 'paged' }],
+      [
+        'a type in capitals',
+        ['paged', 'USERNAME', 'exact', AT, '1'],
+        { name: 'paged', type: 'username' },
+      ],
+      ['an empty type', ['paged', '', 'exact', AT, '1'], { name: 'paged' }],
+      ['a type that is a number', ['paged', 0, 'exact', AT, '1'], { name: 'paged' }],
+      ['an unknown match', ['paged', null, 'suffix', AT, '1'], { name: 'paged' }],
+      ['a match of null', ['paged', null, null, AT, '1'], { name: 'paged' }],
+      ['no fields', [], { name: 'paged' }],
+      ['four fields', ['paged', null, 'exact', AT], { name: 'paged' }],
+      ['six fields', ['paged', null, 'exact', AT, '1', '1'], { name: 'paged' }],
+      ['the fields of a history cursor', ['next', AT, '1'], { name: 'paged' }],
+    ])('signed, with %s', async (_case, fields, query) => {
+      await refused({ ...query, cursor: await signed(...fields) }, CURSOR_MESSAGE);
+    });
+
+    it('signed, with any fields: a page or a 400, never a 500 (fast-check)', async () => {
+      const { time, id, any } = cursorArbitraries;
+      const fields = fc.oneof(
+        fc.tuple(
+          fc.oneof(fc.constant('paged'), any),
+          fc.oneof(fc.constant(null), fc.constantFrom('username', 'displayname'), any),
+          fc.oneof(fc.constantFrom('exact', 'prefix'), any),
+          time,
+          id,
+        ),
+        fc.array(any, { maxLength: 6 }),
+      );
+      await fc.assert(
+        fc.asyncProperty(fields, async (signedFields) => {
+          const res = await search(
+            searchQuery({ name: 'paged', limit: 3, cursor: await signed(...signedFields) }),
+          );
+          if (res.status === 200) return;
+          expect(res.status).toBe(400);
+          expect([
+            { message: CURSOR_MESSAGE, code: 400 },
+            { message: OTHER_QUERY_MESSAGE, code: 400 },
+          ]).toContainEqual(res.body);
+        }),
+        { numRuns: 300 },
+      );
+    });
+
     it('issued for another search: another name, type or match', async () => {
       await refused({ name: 'PAGED', cursor }, OTHER_QUERY_MESSAGE);
+      const other = await signed('another', null, 'exact', AT, '1');
+      await refused({ name: 'paged', cursor: other }, OTHER_QUERY_MESSAGE);
       await refused({ name: 'paged', type: 'username', cursor }, OTHER_QUERY_MESSAGE);
       await refused({ name: 'paged', match: 'prefix', cursor }, OTHER_QUERY_MESSAGE);
       // An explicit match=exact is the default it was issued with.
@@ -143,5 +262,36 @@ describe('the name search: paging', () => {
       const historyCursor = new URL(/<([^>]+)>/.exec(link)![1], fx.url).searchParams.get('cursor')!;
       await refused({ name: 'paged', cursor: historyCursor }, CURSOR_MESSAGE);
     });
+  });
+
+  it('answers each search sent beside a bad cursor with its own page: one statement per search', async () => {
+    const names = Array.from({ length: 7 }, (_, i) => `beside-${i}`);
+    const events = names.flatMap((name, i) =>
+      Array.from({ length: i + 1 }, (_, n) => nameEvent({ name, changedAt: at(n) })),
+    );
+    await seed(...events);
+    const expected = (name: string) => events.filter((e) => e.name === name).map(matchOf);
+    const firstPage = await search(searchQuery({ name: names[6], limit: 3 }));
+    const second = cursorOfLink(firstPage.headers.get('link'));
+    const year0 = await fx.app
+      .get(CursorSigner)
+      .sign(SEARCH_CURSOR_SCOPE, ['paged', null, 'exact', '0000-01-01T00:00:00.000000Z', '1']);
+    // Each round sends the bad search at another place among the seven good ones.
+    for (let round = 0; round < 8; round++) {
+      const queries = names.map((name, i) =>
+        i === 6 ? searchQuery({ name, limit: 3, cursor: second }) : searchQuery({ name }),
+      );
+      queries.splice(round, 0, searchQuery({ name: 'paged', cursor: year0 }));
+      const answers = await Promise.all(queries.map((query) => search(query)));
+      expect(answers.map(({ status, body }) => ({ status, body }))).toEqual(
+        queries.map((query) => {
+          if (query.includes(encodeURIComponent(year0)))
+            return { status: 400, body: { message: CURSOR_MESSAGE, code: 400 } };
+          const name = new URLSearchParams(query).get('name')!;
+          const matches = name === names[6] ? expected(name).slice(3, 6) : expected(name);
+          return { status: 200, body: { name, matches, code: 200 } };
+        }),
+      );
+    }
   });
 });

@@ -2,6 +2,7 @@ import { capacity } from './capacity.mjs';
 import { detector } from './detector.mjs';
 import { fanout1k, fanout10k } from './fanout.mjs';
 import { history } from './history.mjs';
+import { hostileMemory } from './hostile-memory.mjs';
 import { idleMemory } from './idle-memory.mjs';
 import { publish } from './publish.mjs';
 import { search } from './search.mjs';
@@ -24,6 +25,7 @@ export const SCENARIOS = [
   search,
   webhooks,
   detector,
+  hostileMemory,
 ];
 /** Only with --soak. */
 export const SOAK = soak;

@@ -1,5 +1,6 @@
 import {
   BeforeApplicationShutdown,
+  HttpStatus,
   Injectable,
   InternalServerErrorException,
   Logger,
@@ -7,7 +8,9 @@ import {
   ServiceUnavailableException,
 } from '@nestjs/common';
 import type { Request } from 'express';
+import ipaddr from 'ipaddr.js';
 import { setTimeout as delay } from 'node:timers/promises';
+import pLimit from 'p-limit';
 import {
   EMPTY,
   Observable,
@@ -21,10 +24,17 @@ import {
   of,
   share,
 } from 'rxjs';
+import { RetryLaterException } from '../common/http-exception.filter.js';
 import { requestIdOf } from '../common/logger.js';
+import { StorageUnavailableError } from '../database/sql.service.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { NameEventStreams, type OpenedStream } from '../name-events/name-event-streams.service.js';
+import {
+  ListenerOverflowError,
+  NameEventStreams,
+  type OpenedStream,
+  type StreamPacing,
+} from '../name-events/name-event-streams.service.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import { TurnCork } from '../platform/turn-cork.js';
 import { EventFrames, KEEP_ALIVE } from './event-frames.js';
@@ -33,6 +43,14 @@ import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
 export const TOO_MANY_LISTENERS_MESSAGE = 'Too many listeners on this instance';
+export const TOO_MANY_FROM_ADDRESS_MESSAGE = 'Too many listeners from this client address';
+/** The Retry-After of the 429 past the per-address cap, in seconds. */
+const ADDRESS_RETRY_AFTER_S = 10;
+
+/** A replaying listener took nothing for SSE_REPLAY_STALL_MS. */
+class ListenerStalledError extends Error {
+  override readonly name = 'ListenerStalledError';
+}
 
 /** At shutdown, streams end in waves over this window, so their clients do not all reconnect at once. */
 const HANDOVER_WINDOW_MS = 500;
@@ -44,7 +62,7 @@ const HANDOVER_RETRY_MS = 100;
 const HANDOVER = Symbol('handover');
 
 /** Why a stream ended, as its close log line says it. */
-type CloseReason = 'client' | 'slow' | 'shutdown' | 'bus';
+type CloseReason = 'client' | 'slow' | 'shutdown' | 'bus' | 'storage';
 
 export interface ListenOptions {
   userId?: string;
@@ -78,6 +96,10 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private connected = 0;
   /** Streams being set up: they count against the cap already. */
   private opening = 0;
+  /** Listeners (connected or being set up) per client address. */
+  private readonly perAddress = new Map<string, number>();
+  /** Replays' page reads: at most SSE_REPLAY_CONCURRENCY at once; the others wait their turn. */
+  private readonly replayPages;
   private opened = 0;
   private closing = false;
 
@@ -91,6 +113,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
       share(),
     );
     this.signals = this.handovers.map((handover$) => merge(keepAlive$, handover$).pipe(share()));
+    this.replayPages = pLimit(sse.replayConcurrency);
     metrics.onCollect(() => metrics.listeners.set(this.connected));
   }
 
@@ -101,7 +124,8 @@ export class EventStreamService implements BeforeApplicationShutdown {
 
   /**
    * Sets a stream up: rejects (before any byte is sent) with a 503 when this instance is
-   * full, and a 500 when live delivery or the backlog cannot be set up; while the instance
+   * full, a 429 when the client's address holds its share already, and a 500 when live
+   * delivery or the replay window cannot be set up; while the instance
    * stops, the stream only tells the client to come back (see `handedOver`). `signal` is the
    * request's: aborted when the client leaves, even during setup.
    */
@@ -114,6 +138,21 @@ export class EventStreamService implements BeforeApplicationShutdown {
     if (this.listenerCount >= this.sse.maxListeners) {
       throw new ServiceUnavailableException(TOO_MANY_LISTENERS_MESSAGE);
     }
+    const address = addressOf(req);
+    const fromAddress = this.perAddress.get(address) ?? 0;
+    if (fromAddress >= this.sse.maxListenersPerAddress) {
+      throw new RetryLaterException(
+        TOO_MANY_FROM_ADDRESS_MESSAGE,
+        HttpStatus.TOO_MANY_REQUESTS,
+        ADDRESS_RETRY_AFTER_S,
+      );
+    }
+    this.perAddress.set(address, fromAddress + 1);
+    const leave = () => {
+      const left = (this.perAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.perAddress.set(address, left);
+      else this.perAddress.delete(address);
+    };
     this.opening++;
     let reserved = true;
     const unreserve = () => {
@@ -129,11 +168,13 @@ export class EventStreamService implements BeforeApplicationShutdown {
       });
     } catch (error) {
       unreserve();
+      leave();
       throw new InternalServerErrorException(STREAM_SETUP_FAILED, { cause: error });
     }
     // Nest never subscribes once the client has left: the stream is released either way.
     const abandon = () => {
       unreserve();
+      leave();
       opened.close();
     };
     if (signal.aborted || this.closing) {
@@ -145,7 +186,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
       // Subscribed: from here the stream's own teardown releases it.
       signal.removeEventListener('abort', abandon);
       unreserve();
-      return this.listen(req, opened, options);
+      return this.listen(req, opened, options).pipe(finalize(leave));
     });
   }
 
@@ -204,16 +245,26 @@ export class EventStreamService implements BeforeApplicationShutdown {
       events++;
       return this.frames.of(item);
     };
-    const half = this.sse.bufferLimitBytes / 2;
+    const pacing: StreamPacing = {
+      canTake: () => !buffer.backedUp(),
+      ready: () => this.readyWithin(buffer.ready(), this.sse.replayStallMs),
+      schedule: (read) => this.replayPages(read),
+      sizeOf: (event) => this.frames.of(event).bytes,
+      holdLimit: this.sse.bufferLimitBytes,
+    };
     return merge(
       of<Frame>({ message: { id: lastId, retry: this.sse.retryMs }, bytes: 0 }),
-      opened.events(() => buffer.below(half)),
+      opened.events(pacing),
       this.signals[this.opened++ % HANDOVER_WAVES],
     ).pipe(
       map(toFrame),
       catchError((error: Error) => {
+        if (error instanceof ListenerStalledError || error instanceof ListenerOverflowError) {
+          buffer.cut();
+          return EMPTY;
+        }
         this.logger.warn(`Ending a stream: ${error.message}`);
-        reason = 'bus';
+        reason = error instanceof StorageUnavailableError ? 'storage' : 'bus';
         return EMPTY;
       }),
       buffer.deliver,
@@ -227,10 +278,20 @@ export class EventStreamService implements BeforeApplicationShutdown {
     );
   }
 
+  /** `wait`, unless it takes longer than `ms`: then a ListenerStalledError. */
+  private readyWithin(wait: Promise<void> | undefined, ms: number): Promise<void> {
+    if (!wait) return Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ListenerStalledError('The listener took nothing')), ms);
+    });
+    return Promise.race([wait, stalled]).finally(() => clearTimeout(timer));
+  }
+
   private cutForNotReading(): void {
     this.metrics.slowListenersCut.inc();
     this.logger.warn(
-      `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent)`,
+      `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent, or a replay untaken for ${this.sse.replayStallMs} ms)`,
     );
   }
 
@@ -242,4 +303,19 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private handedOver({ lastEventId }: ListenOptions): Observable<MessageEvent> {
     return of({ id: lastEventId?.toString() ?? '', retry: HANDOVER_RETRY_MS });
   }
+}
+
+/**
+ * The address a listener counts against: the client's (as `trust proxy` makes it), an IPv6
+ * one by its /64, which one subscriber line is usually given whole.
+ */
+function addressOf(req: Request): string {
+  const ip = req.ip ?? req.socket.remoteAddress;
+  if (!ip || !ipaddr.isValid(ip)) return 'unknown';
+  const parsed = ipaddr.process(ip);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  return `${(parsed as ipaddr.IPv6).parts
+    .slice(0, 4)
+    .map((part) => part.toString(16))
+    .join(':')}::/64`;
 }

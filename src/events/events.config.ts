@@ -19,6 +19,22 @@ export class SseVariables {
   @Max(1_000_000)
   SSE_REPLAY_LIMIT: number = 10_000;
 
+  @Variable('replays reading their next page at once, per instance; the others wait their turn')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
+  SSE_REPLAY_CONCURRENCY: number = 8;
+
+  @Variable('a replaying listener that takes nothing for this long is cut off')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
+  SSE_REPLAY_STALL_MS: number = 10_000;
+
   @Variable('the `retry:` reconnect delay suggested to clients')
   @IsOptional()
   @ToInteger()
@@ -42,18 +58,30 @@ export class SseVariables {
   @Min(1)
   @Max(1_000_000)
   SSE_MAX_LISTENERS: number = 50_000;
+
+  @Variable('listeners per client address (an IPv6 /64) per instance; past it, 429')
+  @IsOptional()
+  @ToInteger()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  SSE_MAX_LISTENERS_PER_ADDRESS: number = 1_000;
 }
 
-/** The stream: keep-alives, replay, the retry hint, the slow-listener bound, the cap. */
+/** The stream: keep-alives, replay, the retry hint, the slow-listener bound, the caps. */
 export const sseConfig = defineConfig({
   namespace: 'sse',
-  description: 'The stream: keep-alives, replay, the retry hint, the slow-listener bound, the cap.',
+  description:
+    'The stream: keep-alives, replay, the retry hint, the slow-listener bound, the caps.',
   variables: SseVariables,
   build: (env) => ({
     keepAliveMs: env.SSE_KEEPALIVE_MS,
     replayLimit: env.SSE_REPLAY_LIMIT,
+    replayConcurrency: env.SSE_REPLAY_CONCURRENCY,
+    replayStallMs: env.SSE_REPLAY_STALL_MS,
     retryMs: env.SSE_RETRY_MS,
     bufferLimitBytes: env.SSE_BUFFER_LIMIT_BYTES,
     maxListeners: env.SSE_MAX_LISTENERS,
+    maxListenersPerAddress: env.SSE_MAX_LISTENERS_PER_ADDRESS,
   }),
 });

@@ -17,8 +17,9 @@ import {
   getSchemaPath,
 } from '@nestjs/swagger';
 import type { Request } from 'express';
-import type { Observable } from 'rxjs';
+import { EMPTY, type Observable } from 'rxjs';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { StreamRoute } from '../common/route-traits.js';
 import {
   EVENT_ID_MESSAGE,
@@ -31,6 +32,7 @@ import {
 import {
   EventStreamService,
   STREAM_SETUP_FAILED,
+  TOO_MANY_FROM_ADDRESS_MESSAGE,
   TOO_MANY_LISTENERS_MESSAGE,
 } from './event-stream.service.js';
 
@@ -42,7 +44,7 @@ The stream opens with a message that has no data: \`id:\` where this client's st
 
 Reconnect with the \`Last-Event-ID\` header (browsers do it by themselves) or \`?lastEventId=\` to first receive the stored events after that id (up to SSE_REPLAY_LIMIT of the newest), then the live stream, with no gap and no duplicate.
 
-A listener that stops reading is disconnected once more than SSE_BUFFER_LIMIT_BYTES wait for it; it can reconnect and replay. When an instance stops, its streams end with a short \`retry:\` so their clients reconnect to another instance.`;
+A replay is read a page at a time as the client takes it; replays beyond SSE_REPLAY_CONCURRENCY at once wait their turn with the stream open. A listener that stops reading is disconnected once more than SSE_BUFFER_LIMIT_BYTES wait for it (live events held during its replay count), or once its replay goes untaken for SSE_REPLAY_STALL_MS; it can reconnect and replay. One client address may hold SSE_MAX_LISTENERS_PER_ADDRESS streams on an instance (429 past it). HEAD answers the stream's headers without opening one. When an instance stops, its streams end with a short \`retry:\` so their clients reconnect to another instance.`;
 
 const STREAM_EXAMPLE =
   '\nid: 41\nretry: 3000\n\nid: 42\ndata: {"userId":"123","type":"username","name":"old_name","changedAt":"2024-06-07T15:30:00.000Z"}\n\n: keep-alive\n\n';
@@ -83,6 +85,14 @@ ${STREAM_EXAMPLE}\`\`\``,
       },
     },
   })
+  @ApiResponse({
+    status: 429,
+    description:
+      'The client address holds SSE_MAX_LISTENERS_PER_ADDRESS streams on this instance already: try again after `Retry-After` seconds.',
+    type: ErrorResponseDto,
+    example: { message: TOO_MANY_FROM_ADDRESS_MESSAGE, code: 429 },
+    headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } },
+  })
   @ApiErrorResponses(400, [500, STREAM_SETUP_FAILED], [503, TOO_MANY_LISTENERS_MESSAGE])
   listen(
     @Query() query: ListenQueryDto,
@@ -90,14 +100,10 @@ ${STREAM_EXAMPLE}\`\`\``,
     @Req() req: Request,
     @SseSignal() signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    return this.streams.open(
-      req,
-      {
-        userId: query.userId,
-        lastEventId: parseLastEventId(lastEventIdHeader, query.lastEventId),
-      },
-      signal,
-    );
+    const lastEventId = parseLastEventId(lastEventIdHeader, query.lastEventId);
+    // Express answers HEAD with the GET route: the stream's headers, and no listener.
+    if (req.method === 'HEAD') return Promise.resolve(EMPTY);
+    return this.streams.open(req, { userId: query.userId, lastEventId }, signal);
   }
 }
 

@@ -84,20 +84,33 @@ describe('ListenerBuffer', () => {
   });
 
   it('holds frames while the response is backed up, in order, and lets them go as it drains', async () => {
-    const { response, buffer, frames, seen } = subscribed(1_000);
+    const { response, frames, seen } = subscribed(1_000);
     frames.next(frame('1'));
     response.writableNeedDrain = true;
     frames.next(frame('2'));
     frames.next(frame('3'));
     expect(seen).toEqual(['1']);
-    expect(buffer.below(40)).toBeInstanceOf(Promise);
-    expect(buffer.below(41)).toBeUndefined();
     await nextTurn();
     expect(seen).toEqual(['1']);
     response.drain();
     expect(seen).toEqual(['1', '2', '3']);
     frames.next(frame('4'));
     expect(seen).toEqual(['1', '2', '3', '4']);
+  });
+
+  it('is ready for more only once nothing waits and the response drained', async () => {
+    const { response, buffer, frames } = subscribed(1_000);
+    expect(buffer.ready()).toBeUndefined();
+    response.writableNeedDrain = true;
+    frames.next(frame('1'));
+    let ready = false;
+    void buffer.ready()!.then(() => (ready = true));
+    await nextTurn();
+    expect(ready).toBe(false);
+    response.drain();
+    await nextTurn();
+    expect(ready).toBe(true);
+    expect(buffer.ready()).toBeUndefined();
   });
 
   it('hands Nest at most 64 KiB a turn, the rest in the turns after', async () => {

@@ -49,6 +49,7 @@ export class ListenerBuffer {
   private turn = -1;
   private givenThisTurn = 0;
   private releasing = false;
+  private watchingDrain = false;
   private readonly drained = new Set<() => void>();
   /** Hands a frame to Nest: set while the stream is subscribed. */
   private give?: (frame: Frame) => void;
@@ -89,18 +90,39 @@ export class ListenerBuffer {
     });
 
   /**
-   * Undefined while fewer than `bytes` wait; else a promise that resolves once they do, or the
-   * stream ended. A replay asks before each event, so it goes out as fast as the client reads.
+   * Undefined when the listener can take more now: nothing waits here and its response is
+   * not backed up. Else a promise that resolves once it can, or once the stream ended. A
+   * replay asks before each event, so it goes out as fast as the client reads, and no faster.
    */
-  below(bytes: number): Promise<void> | undefined {
-    if (this.waitingBytes < bytes || !this.give) return undefined;
+  ready(): Promise<void> | undefined {
+    if (!this.give || !this.backedUp()) return undefined;
     return new Promise<void>((resolve) => {
       const check = () => {
-        if (this.waitingBytes >= bytes && this.give) return;
+        if (this.give && this.backedUp()) {
+          this.watchDrain();
+          return;
+        }
         this.drained.delete(check);
         resolve();
       };
       this.drained.add(check);
+      this.watchDrain();
+    });
+  }
+
+  /** Cuts the listener off for not reading (its connection dropped; it can resume). */
+  cut(): void {
+    this.slow = true;
+    this.response.destroy();
+  }
+
+  /** While only the response is backed up (release() wakes the waiters otherwise). */
+  private watchDrain(): void {
+    if (this.watchingDrain || this.waitingBytes > 0) return;
+    this.watchingDrain = true;
+    this.response.once('drain', () => {
+      this.watchingDrain = false;
+      this.wakeWaiters();
     });
   }
 
@@ -119,14 +141,14 @@ export class ListenerBuffer {
     this.waiting.push(frame);
     this.waitingBytes += frame.bytes;
     if (this.waitingBytes > this.limitBytes) {
-      this.slow = true;
-      this.response.destroy();
+      this.cut();
       return;
     }
     this.scheduleRelease();
   }
 
-  private backedUp(): boolean {
+  /** Whether frames wait here, or the response is backed up. */
+  backedUp(): boolean {
     return this.waitingBytes > 0 || this.response.writableNeedDrain;
   }
 

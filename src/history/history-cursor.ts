@@ -1,8 +1,5 @@
-import {
-  decodeOpaqueCursor,
-  encodeOpaqueCursor,
-  storedPositionOf,
-} from '../common/opaque-cursor.js';
+import { storedPositionOf } from '../common/opaque-cursor.js';
+import type { CursorSigner } from '../cursors/cursor-signer.service.js';
 import type { HistoryPosition } from '../name-events/name-history.repository.js';
 
 /**
@@ -17,18 +14,29 @@ export interface HistoryCursor {
 }
 
 /**
- * A cursor of one user's history: `[direction, at, id]`, checked over the user id too, so one
+ * A cursor of one user's history: `[direction, at, id]`, signed over the user id too, so one
  * taken from another user's history is a 400. (Nothing a cursor can say is beyond what
  * `before` and `after` can.)
  */
-export function encodeCursor(userId: string, cursor: HistoryCursor): string {
+export function encodeCursor(
+  signer: CursorSigner,
+  userId: string,
+  cursor: HistoryCursor,
+): Promise<string> {
   const { direction, position } = cursor;
-  return encodeOpaqueCursor(scopeOf(userId), [direction, position.at, position.id]);
+  return signer.sign(historyCursorScope(userId), [direction, position.at, position.id]);
 }
 
-/** The cursor `token` holds for this user's history, or undefined when it is not one. */
-export function decodeCursor(userId: string, token: string): HistoryCursor | undefined {
-  const fields = decodeOpaqueCursor(scopeOf(userId), token, 3);
+/**
+ * The cursor `token` holds for this user's history, or undefined when it is not one: not
+ * signed by this service for this user, or with a field no page could have ended on.
+ */
+export async function decodeCursor(
+  signer: CursorSigner,
+  userId: string,
+  token: string,
+): Promise<HistoryCursor | undefined> {
+  const fields = await signer.open(historyCursorScope(userId), token, 3);
   if (!fields) return undefined;
   const [direction, at, id] = fields;
   if (direction !== 'next' && direction !== 'prev') return undefined;
@@ -36,6 +44,7 @@ export function decodeCursor(userId: string, token: string): HistoryCursor | und
   return position && { direction, position };
 }
 
-function scopeOf(userId: string): string {
+/** What a cursor of this user's history is signed for. */
+export function historyCursorScope(userId: string): string {
   return `prevnames-cursor\0${userId}`;
 }

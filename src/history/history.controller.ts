@@ -1,10 +1,16 @@
 import { Controller, Get, Query, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
 import { HistoryQueryDto, HistoryResponseDto } from './history.dto.js';
-import { HistoryService, type HistoryResult } from './history.service.js';
+import {
+  HISTORY_BUSY_MESSAGE,
+  HistoryService,
+  LONG_HISTORY_ENTRIES,
+  type HistoryResult,
+} from './history.service.js';
 
 const LINK_DESCRIPTION =
   'RFC 8288 links to the rest of the selection, present only with `limit` and only while entries remain: `rel="next"` to the entries after this page (following it from `?limit=N` visits every entry exactly once, in order, whatever times they share), or, for a page taken with `before`, `rel="prev"` to the entries before it. The target keeps `limit` (and `before`, or `after`) and adds an opaque `cursor`.';
@@ -32,12 +38,19 @@ export class HistoryController {
         schema: {
           type: 'string',
           example:
-            '</api/users/123456789012345678/prevnames?limit=2&cursor=WyJuZXh0IiwiMjAyNC0wNi0wN1QxNTozMDowMC4wMDAwMDBaIiwiNDIiXQ.7K0Ywp6J9Ljw2EX0>; rel="next"',
+            '</api/users/123456789012345678/prevnames?limit=2&cursor=WyJuZXh0IiwiMjAyNC0wNi0wN1QxNTozMDowMC4wMDAwMDBaIiwiNDIiXQ.7K0Ywp6J9Ljw2EX0q4mZ8A>; rel="next"',
         },
       },
     },
   })
   @ApiUserIdParam()
+  @ApiResponse({
+    status: 503,
+    description: `A whole history (no \`limit\`) longer than ${LONG_HISTORY_ENTRIES} entries, while HISTORY_LONG_READS such reads run and HISTORY_LONG_READS_QUEUE wait on this instance: try again after \`Retry-After\` seconds, or read it in pages.`,
+    type: ErrorResponseDto,
+    example: { message: HISTORY_BUSY_MESSAGE, code: 503 },
+    headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } },
+  })
   @ApiErrorResponses(400, 500)
   async getNameHistory(
     @UserIdParam() userId: string,

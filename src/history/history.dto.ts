@@ -50,7 +50,7 @@ export class HistoryQueryDto {
     description:
       'Where a page continues: opaque, taken from a `Link` header of this user\'s history (`rel="next"`: the entries after the page it came with; `rel="prev"`: the entries before it). A cursor that was changed, or issued for another user, is a 400.',
     maxLength: CURSOR_MAX_LENGTH,
-    example: 'WyJuZXh0IiwiMjAyNC0wNi0wN1QxNTozMDowMC4wMDAwMDBaIiwiNDIiXQ.7K0Ywp6J9Ljw2EX0',
+    example: 'WyJuZXh0IiwiMjAyNC0wNi0wN1QxNTozMDowMC4wMDAwMDBaIiwiNDIiXQ.7K0Ywp6J9Ljw2EX0q4mZ8A',
   })
   @IsOptional()
   @IsString({ message: CURSOR_MESSAGE })

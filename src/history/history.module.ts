@@ -1,13 +1,18 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
+import { CursorsModule } from '../cursors/cursors.module.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
+import { historyConfig } from './history.config.js';
 import { HistoryController } from './history.controller.js';
 import { HistoryService } from './history.service.js';
 
 /** GET /users/:userId/prevnames: a user's name history, read from the name-event domain. */
-@Owns({ apiTags: [{ name: 'history', description: "Users' previous names" }] })
+@Owns({
+  apiTags: [{ name: 'history', description: "Users' previous names" }],
+  config: [historyConfig],
+})
 @Module({
-  imports: [NameEventsModule],
+  imports: [CursorsModule, NameEventsModule],
   controllers: [HistoryController],
   providers: [HistoryService],
   exports: [HistoryService],

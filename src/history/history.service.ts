@@ -1,14 +1,25 @@
-import { BadRequestException, Injectable } from '@nestjs/common';
+import { BadRequestException, HttpStatus, Injectable } from '@nestjs/common';
+import pLimit from 'p-limit';
+import { RetryLaterException } from '../common/http-exception.filter.js';
 import { MAX_POSTGRES_BIGINT } from '../common/postgres-bigint.js';
 import { parseZonedTimestamp } from '../common/timestamp.js';
+import { CursorSigner } from '../cursors/cursor-signer.service.js';
 import {
   HISTORY_END,
   HISTORY_START,
   NameHistoryRepository,
   type HistoryPosition,
 } from '../name-events/name-history.repository.js';
-import { decodeCursor, encodeCursor } from './history-cursor.js';
+import { decodeCursor, encodeCursor, type CursorDirection } from './history-cursor.js';
+import { InjectConfig, type ConfigOf } from '../config/config-section.js';
+import type { NameEntry } from '../name-events/name-event.types.js';
+import { historyConfig } from './history.config.js';
 import { CURSOR_MESSAGE, type HistoryQueryDto, type HistoryResponseDto } from './history.dto.js';
+
+/** A whole read of more entries than this waits its turn (HISTORY_LONG_READS). */
+export const LONG_HISTORY_ENTRIES = 1_000;
+export const HISTORY_BUSY_MESSAGE = 'Too many long history reads in progress: retry shortly';
+const BUSY_RETRY_AFTER_S = 1;
 
 /** No id is above it: `after=T` leaves out every entry at T, whatever its id. */
 const MAX_ID = String(MAX_POSTGRES_BIGINT);
@@ -24,20 +35,35 @@ export interface HistoryResult {
 
 @Injectable()
 export class HistoryService {
-  constructor(private readonly events: NameHistoryRepository) {}
+  /** Reads of long whole histories: a few at once, the others waiting their turn. */
+  private readonly longReads;
+
+  constructor(
+    private readonly events: NameHistoryRepository,
+    private readonly cursors: CursorSigner,
+    @InjectConfig(historyConfig) private readonly config: ConfigOf<typeof historyConfig>,
+  ) {
+    this.longReads = pLimit(config.longReads);
+  }
 
   /**
    * The user's history, or the part of it the query selects: entries strictly after `after`
    * and before `before`; with `limit`, the oldest N of them, or with `before` the N closest
-   * before it; a cursor continues from the page it was issued with, in its direction.
+   * before it; a cursor continues from the page it was issued with, in its direction. A
+   * cursor this service did not sign for this user is a 400; one that cannot be checked
+   * (the key unreadable) rejects with StorageUnavailableError, as the read would.
    */
   async getNameHistory(userId: string, query: HistoryQueryDto): Promise<HistoryResult> {
-    const cursor = query.cursor === undefined ? undefined : decodeCursor(userId, query.cursor);
+    const cursor =
+      query.cursor === undefined
+        ? undefined
+        : await decodeCursor(this.cursors, userId, query.cursor);
     if (query.cursor !== undefined && cursor === undefined) {
       throw new BadRequestException(CURSOR_MESSAGE);
     }
     if (!cursor && query.limit === undefined && !query.before && !query.after) {
-      return { body: { userId, prevnames: await this.events.findHistory(userId), code: 200 } };
+      const prevnames = await this.readWhole((limit) => this.events.findHistory(userId, limit));
+      return { body: { userId, prevnames, code: 200 } };
     }
     let after = query.after ? { at: micros(query.after, 'down'), id: MAX_ID } : HISTORY_START;
     let before = query.before ? { at: micros(query.before, 'up'), id: '0' } : HISTORY_END;
@@ -49,6 +75,13 @@ export class HistoryService {
       before = earlier(before, cursor.position);
       fromEnd = true;
     }
+    if (query.limit === undefined) {
+      const read = (limit?: number) =>
+        this.events
+          .findHistoryPage(userId, { after, before, limit, fromEnd })
+          .then((page) => page.entries);
+      return { body: { userId, prevnames: await this.readWhole(read), code: 200 } };
+    }
     const page = await this.events.findHistoryPage(userId, {
       after,
       before,
@@ -58,8 +91,35 @@ export class HistoryService {
     const body: HistoryResponseDto = { userId, prevnames: page.entries, code: 200 };
     if (!page.more) return { body };
     return fromEnd
-      ? { body, prev: encodeCursor(userId, { direction: 'prev', position: page.first! }) }
-      : { body, next: encodeCursor(userId, { direction: 'next', position: page.last! }) };
+      ? { body, prev: await this.cursorTo(userId, 'prev', page.first!) }
+      : { body, next: await this.cursorTo(userId, 'next', page.last!) };
+  }
+
+  /**
+   * A whole history, or whole range, answered in one body. Most are short and read at once;
+   * a long one (more than LONG_HISTORY_ENTRIES) is read again whole, at most
+   * HISTORY_LONG_READS at a time, so that concurrent reads of long histories cannot hold more
+   * than a few bodies in memory; past HISTORY_LONG_READS_QUEUE waiting, a 503.
+   */
+  private async readWhole(read: (limit?: number) => Promise<NameEntry[]>): Promise<NameEntry[]> {
+    // Not kept while a long one waits: only its length says it is long.
+    const short = await read(LONG_HISTORY_ENTRIES + 1).then((entries) =>
+      entries.length <= LONG_HISTORY_ENTRIES ? entries : undefined,
+    );
+    if (short) return short;
+    const { activeCount, pendingCount, concurrency } = this.longReads;
+    if (activeCount >= concurrency && pendingCount >= this.config.longReadsQueue) {
+      throw new RetryLaterException(
+        HISTORY_BUSY_MESSAGE,
+        HttpStatus.SERVICE_UNAVAILABLE,
+        BUSY_RETRY_AFTER_S,
+      );
+    }
+    return this.longReads(() => read());
+  }
+
+  private cursorTo(userId: string, direction: CursorDirection, position: HistoryPosition) {
+    return encodeCursor(this.cursors, userId, { direction, position });
   }
 }
 

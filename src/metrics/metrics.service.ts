@@ -100,13 +100,6 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  readonly historyReadsPerStatement = new Histogram({
-    name: 'name_history_history_reads_per_statement',
-    help: 'Whole-history reads answered by one database statement (reads that arrive together share one)',
-    buckets: [1, 2, 5, 10, 20, 50, 100],
-    registers: [this.registry],
-  });
-
   readonly dependencyUp = new Gauge({
     name: 'name_history_dependency_up',
     help: '1 when the dependency answers, 0 when not',

@@ -98,23 +98,43 @@ export class NameChangeEventRepository {
   }
 
   /**
-   * The events stored after `afterId` (optionally one user's), oldest first: at most the
-   * newest `limit` of them.
+   * Which stored events (optionally one user's) a replay after `afterId` covers: the ids of
+   * the oldest and the newest of at most the newest `limit` of them; undefined when none.
+   * Only ids are read here: the events themselves are read page by page (findPage).
    */
-  async findNewestAfterId(
+  async findReplayWindow(
     afterId: string,
     { userId, limit }: { userId?: string; limit: number },
-  ): Promise<StoredNameEvent[]> {
-    // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
-    const rows = await this.sql.query<StoredNameEvent>(
-      `SELECT ${STORED_COLUMNS}
-         FROM name_change_events
-        WHERE id > $1 AND ($2::text IS NULL OR user_id = $2)
-        ORDER BY name_change_events.id DESC
-        LIMIT $3`,
+  ): Promise<{ first: string; last: string } | undefined> {
+    const [row] = await this.sql.query<{ first: string | null; last: string | null }>(
+      `SELECT min(id)::text AS first, max(id)::text AS last
+         FROM (SELECT id FROM name_change_events
+                WHERE id > $1 AND ($2::text IS NULL OR user_id = $2)
+                ORDER BY id DESC
+                LIMIT $3) newest`,
       [afterId, userId ?? null, limit],
     );
-    return rows.reverse();
+    return row?.first && row.last ? { first: row.first, last: row.last } : undefined;
+  }
+
+  /**
+   * At most `limit` events (optionally one user's) with ids after `afterId` and up to
+   * `upToId`, oldest first: one page of a replay.
+   */
+  findPage(
+    afterId: string,
+    { upToId, userId, limit }: { upToId: string; userId?: string; limit: number },
+  ): Promise<StoredNameEvent[]> {
+    // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
+    return this.sql.query<StoredNameEvent>({
+      name: 'events-page',
+      text: `SELECT ${STORED_COLUMNS}
+               FROM name_change_events
+              WHERE id > $1 AND id <= $2 AND ($3::text IS NULL OR user_id = $3)
+              ORDER BY name_change_events.id
+              LIMIT $4`,
+      values: [afterId, upToId, userId ?? null, limit],
+    });
   }
 
   /** The oldest `limit` events stored after `afterId`, oldest first: a consumer's next batch. */

@@ -4,11 +4,15 @@ import { BusUnavailableError, NameEventBus } from '../bus/name-event-bus.js';
 import { withTimeout } from '../common/with-timeout.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameChangeEventRepository } from './name-change-event.repository.js';
-import { NameEventStream } from './name-event-stream.js';
+import { NameEventStream, type StreamPacing } from './name-event-stream.js';
+
+export { ListenerOverflowError, type StreamPacing } from './name-event-stream.js';
 import type { StoredNameEvent } from './name-event.types.js';
 
 /** How long a new stream waits for its starting id before it opens without one. */
 const START_ID_TIMEOUT_MS = 2_000;
+/** Events in one page of a replay: what a listener holds of it at most. */
+export const REPLAY_PAGE_EVENTS = 100;
 
 export interface OpenStreamOptions {
   /** Only this user's events (replay and live). */
@@ -26,10 +30,10 @@ export interface OpenedStream {
    * when the database could not say in time).
    */
   startId?: string;
-  /** How many stored events it replays first. */
-  replayed: number;
-  /** The events; see NameEventStream.events for `pace`. */
-  events(pace?: () => Promise<void> | undefined): Observable<StoredNameEvent>;
+  /** Whether it replays stored events first. */
+  replays: boolean;
+  /** The events; see NameEventStream.events for `pacing`. */
+  events(pacing?: StreamPacing): Observable<StoredNameEvent>;
   /** Releases it without subscribing (the client left during setup). Idempotent. */
   close(): void;
 }
@@ -49,22 +53,33 @@ export class NameEventStreams {
 
   /**
    * Opens one listener's stream. Rejects with BusUnavailableError when live delivery cannot
-   * be set up, and with StorageUnavailableError when a resume's backlog cannot be read; a new
+   * be set up, and with StorageUnavailableError when a resume's replay window cannot be read; a new
    * stream opens without its starting id when the database cannot give it in time.
    */
   async openStream(options: OpenStreamOptions): Promise<OpenedStream> {
     const stream = new NameEventStream(await this.bus.subscribe(), options.userId);
     try {
       if (options.lastEventId !== undefined) {
-        const backlog = await this.events.findNewestAfterId(options.lastEventId.toString(), {
-          userId: options.userId,
+        const { lastEventId, userId } = options;
+        const window = await this.events.findReplayWindow(lastEventId.toString(), {
+          userId,
           limit: options.replayLimit,
         });
         if (stream.failed) throw new BusUnavailableError('Live delivery broke during setup');
-        this.metrics.eventsReplayed.inc(backlog.length);
+        const replay = window && {
+          first: BigInt(window.first),
+          last: BigInt(window.last),
+          readPage: (afterId: bigint) =>
+            this.events.findPage(afterId.toString(), {
+              upToId: window.last,
+              userId,
+              limit: REPLAY_PAGE_EVENTS,
+            }),
+          sent: () => this.metrics.eventsReplayed.inc(),
+        };
         return {
-          replayed: backlog.length,
-          events: (pace) => stream.events({ lastEventId: options.lastEventId, backlog }, pace),
+          replays: replay !== undefined,
+          events: (pacing) => stream.events({ lastEventId, replay }, pacing),
           close: () => stream.close(),
         };
       }
@@ -81,8 +96,8 @@ export class NameEventStreams {
       if (stream.failed) throw new BusUnavailableError('Live delivery broke during setup');
       return {
         startId,
-        replayed: 0,
-        events: (pace) => stream.events({ backlog: [] }, pace),
+        replays: false,
+        events: (pacing) => stream.events({}, pacing),
         close: () => stream.close(),
       };
     } catch (error) {

@@ -1,15 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import DataLoader from 'dataloader';
 import { SqlService } from '../database/sql.service.js';
-import { MetricsService } from '../metrics/metrics.service.js';
 import type { NameEntry } from './name-event.types.js';
 import { UTC_ISO } from './name-change-event.repository.js';
 
 // A stored time exactly, to the microsecond Postgres keeps: where a page of history ends.
 const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
-/** The most users one batched history statement asks for. */
-const HISTORY_BATCH_MAX_USERS = 100;
 
 /**
  * A place in a user's history, whose order is (changedAt, id): the stored time to the
@@ -49,33 +44,24 @@ type HistoryRow = NameEntry & HistoryPosition;
 /** Users' histories: the reads of name_change_events by user, in (changedAt, id) order. */
 @Injectable()
 export class NameHistoryRepository {
-  /**
-   * Whole-history reads, batched: every read asked while the event loop polls one round of
-   * sockets goes out as one statement (dispatched with setImmediate, after the requests that
-   * round brought in have reached here). Nothing is cached (`cache: false`): a read is never
-   * answered from a statement sent before it was asked.
-   */
-  private readonly historyReads = new DataLoader<string, NameEntry[]>(
-    (userIds) => this.findHistories(userIds),
-    {
-      cache: false,
-      maxBatchSize: HISTORY_BATCH_MAX_USERS,
-      batchScheduleFn: (dispatch) => setImmediate(dispatch),
-    },
-  );
-
-  constructor(
-    private readonly sql: SqlService,
-    private readonly metrics: MetricsService,
-  ) {}
+  constructor(private readonly sql: SqlService) {}
 
   /**
-   * The user's whole history, oldest first (ties in storage order). Reads that arrive
-   * together share one statement (see `historyReads`): each is answered from a query sent
-   * after it was asked, so it sees every write committed before it.
+   * The user's whole history (or its oldest `limit` entries), oldest first (ties in storage
+   * order). One statement of its own
+   * per read, never shared with another request's: the hot read, so a named statement, parsed
+   * and planned once per connection. Sent when asked, it sees every write committed before.
    */
-  findHistory(userId: string): Promise<NameEntry[]> {
-    return this.historyReads.load(userId);
+  findHistory(userId: string, limit?: number): Promise<NameEntry[]> {
+    return this.sql.query<NameEntry>({
+      name: 'history',
+      text: `SELECT type, name, ${UTC_ISO} AS "changedAt"
+               FROM name_change_events
+              WHERE user_id = $1
+              ORDER BY changed_at, id
+              LIMIT $2`,
+      values: [userId, limit ?? null],
+    });
   }
 
   /**
@@ -118,29 +104,5 @@ export class NameHistoryRepository {
       last: last && { at: last.at, id: last.id },
       more,
     };
-  }
-
-  /**
-   * The whole histories of several users in one statement, in the order of `userIds`. The
-   * hot read: a named statement, parsed and planned once per connection; one round trip to
-   * Postgres for a batch instead of one per request is most of what a history read costs
-   * (BENCHMARKS.md).
-   */
-  private async findHistories(userIds: readonly string[]): Promise<NameEntry[][]> {
-    this.metrics.historyReadsPerStatement.observe(userIds.length);
-    const distinct = [...new Set(userIds)];
-    const rows = await this.sql.query<NameEntry & { userId: string }>({
-      name: 'histories',
-      text: `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt"
-               FROM name_change_events
-              WHERE user_id = ANY($1::text[])
-              ORDER BY user_id, changed_at, id`,
-      values: [distinct],
-    });
-    const byUser = new Map<string, NameEntry[]>(distinct.map((id) => [id, []]));
-    for (const { userId, type, name, changedAt } of rows) {
-      byUser.get(userId)!.push({ type, name, changedAt });
-    }
-    return userIds.map((id) => byUser.get(id)!);
   }
 }

@@ -1,9 +1,7 @@
-import {
-  decodeOpaqueCursor,
-  encodeOpaqueCursor,
-  storedPositionOf,
-  type StoredPosition,
-} from '../common/opaque-cursor.js';
+import { storedPositionOf, type StoredPosition } from '../common/opaque-cursor.js';
+import type { CursorSigner } from '../cursors/cursor-signer.service.js';
+import { NAME_TYPES } from '../name-events/name-event.types.js';
+import { SEARCH_MATCHES } from './search.dto.js';
 
 /** What a search asks: the cursor carries it, so that a page continues only its own query. */
 export interface SearchQueryKey {
@@ -16,28 +14,43 @@ export interface SearchQueryKey {
 /** A place in the answer's order, (changedAt, id): the stored time to the microsecond, the id. */
 export type SearchPosition = StoredPosition;
 
-const SCOPE = 'prevnames-search-cursor';
+/** What a search's cursor is signed for. */
+export const SEARCH_CURSOR_SCOPE = 'prevnames-search-cursor';
 
 /**
  * A search's cursor: `[name, type, match, at, id]`. The query it carries makes one taken from
  * another search a 400.
  */
-export function encodeSearchCursor(query: SearchQueryKey, position: SearchPosition): string {
+export function encodeSearchCursor(
+  signer: CursorSigner,
+  query: SearchQueryKey,
+  position: SearchPosition,
+): Promise<string> {
   const fields = [query.name, query.type ?? null, query.match, position.at, position.id];
-  return encodeOpaqueCursor(SCOPE, fields);
+  return signer.sign(SEARCH_CURSOR_SCOPE, fields);
 }
 
-/** The query and position `token` holds, or undefined when it is not a cursor of ours. */
-export function decodeSearchCursor(
+/**
+ * The query and position `token` holds, or undefined when it is not a cursor of ours: not
+ * signed by this service for the search, or with a field no search could have issued.
+ */
+export async function decodeSearchCursor(
+  signer: CursorSigner,
   token: string,
-): { query: SearchQueryKey; position: SearchPosition } | undefined {
-  const fields = decodeOpaqueCursor(SCOPE, token, 5);
+): Promise<{ query: SearchQueryKey; position: SearchPosition } | undefined> {
+  const fields = await signer.open(SEARCH_CURSOR_SCOPE, token, 5);
   if (!fields) return undefined;
   const [name, type, match, at, id] = fields;
-  if (typeof name !== 'string' || typeof match !== 'string') return undefined;
-  if (type !== null && typeof type !== 'string') return undefined;
+  if (typeof name !== 'string') return undefined;
+  if (type !== null && !(NAME_TYPES as readonly unknown[]).includes(type)) return undefined;
+  if (!(SEARCH_MATCHES as readonly unknown[]).includes(match)) return undefined;
   const position = storedPositionOf(at, id);
-  return position && { query: { name, type: type ?? undefined, match }, position };
+  return (
+    position && {
+      query: { name, type: (type as string | null) ?? undefined, match: match as string },
+      position,
+    }
+  );
 }
 
 /** Whether two queries are the same search (the limit aside). */

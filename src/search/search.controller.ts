@@ -39,7 +39,7 @@ export class SearchController {
         schema: {
           type: 'string',
           example:
-            '</api/prevnames?name=old_name&limit=100&cursor=WyJvbGRfbmFtZSIsbnVsbCwiZXhhY3QiLCIyMDI0LTA2LTA3VDE1OjMwOjAwLjAwMDAwMFoiLCI0MiJd.I_8sekirjAKhDryc>; rel="next"',
+            '</api/prevnames?name=old_name&limit=100&cursor=WyJvbGRfbmFtZSIsbnVsbCwiZXhhY3QiLCIyMDI0LTA2LTA3VDE1OjMwOjAwLjAwMDAwMFoiLCI0MiJd.I_8sekirjAKhDrycT3vW1g>; rel="next"',
         },
       },
     },

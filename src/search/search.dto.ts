@@ -100,7 +100,7 @@ export class SearchQueryDto {
       'Where a page continues: opaque, taken from the `Link` header of the previous page. It carries `name`, `type` and `match`: a cursor that was changed, or is sent with other values of them, is a 400.',
     maxLength: CURSOR_MAX_LENGTH,
     example:
-      'WyJvbGRfbmFtZSIsbnVsbCwiZXhhY3QiLCIyMDI0LTA2LTA3VDE1OjMwOjAwLjAwMDAwMFoiLCI0MiJd.I_8sekirjAKhDryc',
+      'WyJvbGRfbmFtZSIsbnVsbCwiZXhhY3QiLCIyMDI0LTA2LTA3VDE1OjMwOjAwLjAwMDAwMFoiLCI0MiJd.I_8sekirjAKhDrycT3vW1g',
   })
   @IsOptional()
   @IsString({ message: CURSOR_MESSAGE })

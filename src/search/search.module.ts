@@ -1,6 +1,7 @@
 import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { AdminModule } from '../admin/admin.module.js';
 import { Owns } from '../config/owns.decorator.js';
+import { CursorsModule } from '../cursors/cursors.module.js';
 import { DatabaseModule } from '../database/database.module.js';
 import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { searchMigrations } from './migrations/index.js';
@@ -36,7 +37,7 @@ import { SearchTokenGuard } from './search-token.guard.js';
   migrations: searchMigrations,
 })
 @Module({
-  imports: [AdminModule, DatabaseModule, RateLimitModule],
+  imports: [AdminModule, CursorsModule, DatabaseModule, RateLimitModule],
   controllers: [SearchController],
   providers: [SearchService, SearchRepository, SearchTokenGuard],
 })

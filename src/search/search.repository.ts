@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import DataLoader from 'dataloader';
 import { SqlService } from '../database/sql.service.js';
 import type { NameType } from '../name-events/name-event.types.js';
 import type { SearchPosition } from './search-cursor.js';
@@ -18,9 +17,6 @@ const QUERY_PREFIX = `replace(replace(replace(${QUERY_KEY}, '\\', '\\\\'), '%', 
 // Unqualified: `changed_at` is the events' column wherever these appear.
 const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
-/** The most exact searches one batched statement answers. */
-const EXACT_BATCH_MAX = 100;
 
 /** Before every stored event. */
 export const SEARCH_START: SearchPosition = { at: '-infinity', id: '0' };
@@ -56,29 +52,13 @@ export interface SearchPage {
  */
 @Injectable()
 export class SearchRepository {
-  /**
-   * Exact searches, batched as the history's reads are: every search asked while the event
-   * loop polls one round of sockets goes out as one statement, each answered from its own
-   * scan of the index (a LATERAL join). Nothing is cached.
-   */
-  private readonly exactSearches = new DataLoader<SearchCriteria, MatchRow[]>(
-    (batch) => this.findExactBatch(batch),
-    {
-      cache: false,
-      maxBatchSize: EXACT_BATCH_MAX,
-      batchScheduleFn: (dispatch) => setImmediate(dispatch),
-    },
-  );
-
   constructor(private readonly sql: SqlService) {}
 
   /** The matches after a position, in (changedAt, id) order; one row past the limit tells whether more remain. */
   async findMatches(criteria: SearchCriteria): Promise<SearchPage> {
     const asked = { ...criteria, limit: criteria.limit + 1 };
     const rows =
-      criteria.match === 'exact'
-        ? await this.exactSearches.load(asked)
-        : await this.findByPrefix(asked);
+      criteria.match === 'exact' ? await this.findExact(asked) : await this.findByPrefix(asked);
     const more = rows.length > criteria.limit;
     if (more) rows.pop();
     const last = rows[rows.length - 1];
@@ -89,37 +69,30 @@ export class SearchRepository {
   }
 
   /**
-   * Exact searches, one statement: a named statement, planned once; the index gives each
-   * search's matches in answer order, from its cursor on.
+   * An exact search: one statement of its own (nothing of another request's search shares
+   * it), named, so planned once per connection; the index gives its matches in answer order,
+   * from its cursor on.
    */
-  private async findExactBatch(batch: readonly SearchCriteria[]): Promise<MatchRow[][]> {
-    const rows = await this.sql.query<MatchRow & { i: number }>({
-      name: 'search-exact-batch',
-      text: `SELECT q.i::int AS i, m."userId", m.type, m.name, m."changedAt", m.at, m.id
-               FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::int[])
-                    WITH ORDINALITY AS q(name, type, after_at, after_id, lim, i)
-              CROSS JOIN LATERAL (
-                SELECT e.user_id AS "userId", e.type, e.name, ${UTC_ISO} AS "changedAt",
-                       ${UTC_ISO_MICROS} AS at, e.id::text AS id,
-                       e.changed_at AS sort_at, e.id AS sort_id
-                  FROM name_change_events e
-                 WHERE lower(normalize(e.name, NFC)) = lower(normalize(q.name, NFC))
-                   AND (e.changed_at, e.id) > (q.after_at, q.after_id)
-                   AND (q.type IS NULL OR e.type = q.type)
-                 ORDER BY e.changed_at, e.id
-                 LIMIT q.lim) m
-              ORDER BY q.i, m.sort_at, m.sort_id`,
+  private findExact(criteria: SearchCriteria): Promise<MatchRow[]> {
+    // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
+    return this.sql.query<MatchRow>({
+      name: 'search-exact',
+      text: `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
+                    ${UTC_ISO_MICROS} AS at, id::text AS id
+               FROM name_change_events
+              WHERE ${SEARCH_KEY} = ${QUERY_KEY}
+                AND (changed_at, id) > ($2::timestamptz, $3::bigint)
+                AND ($4::text IS NULL OR type = $4::text)
+              ORDER BY changed_at, name_change_events.id
+              LIMIT $5`,
       values: [
-        batch.map((c) => c.name),
-        batch.map((c) => c.type ?? null),
-        batch.map((c) => c.after.at),
-        batch.map((c) => c.after.id),
-        batch.map((c) => c.limit),
+        criteria.name,
+        criteria.after.at,
+        criteria.after.id,
+        criteria.type ?? null,
+        criteria.limit,
       ],
     });
-    const byQuery = batch.map((): MatchRow[] => []);
-    for (const { i, ...row } of rows) byQuery[i - 1].push(row);
-    return byQuery;
   }
 
   /**

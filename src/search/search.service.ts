@@ -1,4 +1,5 @@
 import { BadRequestException, Injectable, Logger } from '@nestjs/common';
+import { CursorSigner } from '../cursors/cursor-signer.service.js';
 import { decodeSearchCursor, encodeSearchCursor, sameQuery } from './search-cursor.js';
 import {
   CURSOR_MESSAGE,
@@ -22,7 +23,10 @@ export interface SearchResult {
 export class SearchService {
   private readonly logger = new Logger('Search');
 
-  constructor(private readonly repository: SearchRepository) {}
+  constructor(
+    private readonly repository: SearchRepository,
+    private readonly cursors: CursorSigner,
+  ) {}
 
   /**
    * Who had this name: the page of matches the query (and its cursor) selects. Each search is
@@ -37,19 +41,17 @@ export class SearchService {
     const key = { name: query.name, type: query.type, match };
     let after = SEARCH_START;
     if (query.cursor !== undefined) {
-      const cursor = decodeSearchCursor(query.cursor);
+      const cursor = await decodeSearchCursor(this.cursors, query.cursor);
       if (!cursor) throw new BadRequestException(CURSOR_MESSAGE);
       if (!sameQuery(cursor.query, key)) throw new BadRequestException(OTHER_QUERY_MESSAGE);
       after = cursor.position;
     }
     const limit = query.limit ?? SEARCH_DEFAULT_LIMIT;
     const page = await this.repository.findMatches({ ...key, after, limit });
+    const next = page.next && (await encodeSearchCursor(this.cursors, key, page.next));
     this.logger.log(
       `Name search by the ${caller}: match=${match} type=${query.type ?? 'any'} limit=${limit}${query.cursor === undefined ? '' : ' (next page)'}: ${page.matches.length} match(es)`,
     );
-    return {
-      body: { name: query.name, matches: page.matches, code: 200 },
-      next: page.next && encodeSearchCursor(key, page.next),
-    };
+    return { body: { name: query.name, matches: page.matches, code: 200 }, next };
   }
 }
