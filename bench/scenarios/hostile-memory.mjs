@@ -22,8 +22,10 @@ export const hostileMemory = {
   budgetMs: 600_000,
   metrics: [
     { key: 'rssBeforeMB', label: 'RSS before', unit: 'MB', better: 'lower' },
+    { key: 'heapBeforeMB', label: 'V8 heap before', unit: 'MB', better: 'lower' },
     { key: 'replayPeakMB', label: 'replays: RSS at peak', unit: 'MB', better: 'lower' },
     { key: 'replayAfterMB', label: 'replays: RSS after', unit: 'MB', better: 'lower' },
+    { key: 'replayHeapAfterMB', label: 'replays: V8 heap after', unit: 'MB', better: 'lower' },
     {
       key: 'replayLeft',
       label: 'replays: still connected after the wait',
@@ -86,6 +88,8 @@ export const hostileMemory = {
       rssBeforeMB: mb(before.rss),
       replayPeakMB: mb(replayPeak),
       replayAfterMB: replayAfter ? mb(replayAfter.rss) : NaN,
+      heapBeforeMB: mb(before.heapUsed),
+      replayHeapAfterMB: replayAfter ? mb(replayAfter.heapUsed) : NaN,
       replayLeft,
       replayCutS: replayLeft === 0 ? replayCutS : NaN,
       readsPeakMB: mb(readsPeak),
