@@ -4,23 +4,9 @@ import { join } from 'node:path';
 import { LISTEN, PUBLISH } from './support/api.js';
 import { http } from './support/http.js';
 import { waitFor } from './support/ports.js';
+import { logLines } from './support/logs.js';
 import { ServiceProcess, START_TIMEOUT_MS } from './support/service-process.js';
 import { SseStream } from './support/sse.js';
-
-interface LogLine {
-  level: number;
-  msg: string;
-  req?: { id: string };
-  [field: string]: unknown;
-}
-
-/** The JSON log lines written so far. */
-function logLines(service: ServiceProcess): LogLine[] {
-  return service.stdout
-    .split('\n')
-    .filter((line) => line.startsWith('{') && line.endsWith('}'))
-    .map((line) => JSON.parse(line) as LogLine);
-}
 
 /** The access log line of the request with this X-Request-Id, once written. */
 const accessLine = (service: ServiceProcess, id: string) =>

@@ -1,11 +1,11 @@
 import http from 'node:http';
-import net from 'node:net';
 import { LISTEN } from './support/api.js';
 import { useApp, type AppFixture } from './support/app.js';
 import { uniqueUserId } from './support/events.js';
 import { metric } from './support/metrics.js';
 import { waitFor } from './support/ports.js';
 import { frame, opening, type SseStream } from './support/sse.js';
+import { stalledListener } from './support/stalled-listener.js';
 
 /** 256 emoji: 1 KiB of UTF-8 in every frame (JSON leaves them as they are). */
 const LONG_NAME = '\u{1F600}'.repeat(256);
@@ -32,29 +32,6 @@ const eventData = (userId: string, id: string, ids: string[], name = LONG_NAME) 
   name,
   changedAt: new Date(Date.UTC(2024, 0, 1) + ids.indexOf(id) + 1).toISOString(),
 });
-
-/**
- * A raw client that sends `GET path`, reads the head and the opening message, then never
- * reads again: the kernel's buffers fill, and the service sees it backed up.
- */
-async function stalledListener(fx: AppFixture, path: string, headers: string[] = []) {
-  const socket = net.connect({ port: fx.port, host: '127.0.0.1' });
-  socket.on('error', () => undefined);
-  const head: Buffer[] = [];
-  await new Promise<void>((resolve) => {
-    const onData = (chunk: Buffer) => {
-      head.push(chunk);
-      if (Buffer.concat(head).includes('retry: ')) {
-        socket.off('data', onData);
-        socket.pause();
-        resolve();
-      }
-    };
-    socket.on('data', onData);
-    socket.write([`GET ${path} HTTP/1.1`, 'Host: 127.0.0.1', ...headers, '', ''].join('\r\n'));
-  });
-  return { socket, head: Buffer.concat(head).toString('utf8') };
-}
 
 describe('floods: a replay is read as the client takes it', () => {
   const fx = useApp({ env: { SSE_REPLAY_STALL_MS: '1000', SSE_REPLAY_LIMIT: '30000' } });
@@ -89,8 +66,10 @@ describe('floods: a replay is read as the client takes it', () => {
     const healthy = await fx.listen(`?userId=${other}`);
     const cutBefore = await metric(fx.url, SLOW_CUT);
 
-    const stalled = await stalledListener(fx, `${LISTEN}?userId=${userId}`, ['Last-Event-ID: 0']);
-    expect(stalled.head).toContain('\nid: 0\nretry: 3000\n\n');
+    const stalled = await stalledListener(fx.port, `${LISTEN}?userId=${userId}`, [
+      'Last-Event-ID: 0',
+    ]);
+    expect(stalled.head.toString('utf8')).toContain('\nid: 0\nretry: 3000\n\n');
     await waitFor('the stalled listener to be cut', () => fx.listenerCount() === 1, {
       timeoutMs: 20_000,
     });
@@ -122,7 +101,7 @@ describe('floods: replays waiting their turn, and live events held meanwhile', (
   it('queues replays past SSE_REPLAY_CONCURRENCY without refusing any, a stalled one blocking none', async () => {
     const stalledUser = uniqueUserId('stalled');
     await storeEvents(fx, stalledUser, 30_000);
-    const stalled = await stalledListener(fx, `${LISTEN}?userId=${stalledUser}`, [
+    const stalled = await stalledListener(fx.port, `${LISTEN}?userId=${stalledUser}`, [
       'Last-Event-ID: 0',
     ]);
 
@@ -144,7 +123,9 @@ describe('floods: replays waiting their turn, and live events held meanwhile', (
     const userId = uniqueUserId('held');
     await storeEvents(fx, userId, 30_000);
     const cutBefore = await metric(fx.url, SLOW_CUT);
-    const stalled = await stalledListener(fx, `${LISTEN}?userId=${userId}`, ['Last-Event-ID: 0']);
+    const stalled = await stalledListener(fx.port, `${LISTEN}?userId=${userId}`, [
+      'Last-Event-ID: 0',
+    ]);
     // Frames of 994 bytes (`id: <id>\ndata: <json>\n\n`, ids of 5 or 6 digits): 16 of them
     // held stay within 16 KiB, by more than any id's length can change; the 17th passes it.
     // (No replay can end meanwhile: it stalls.)

@@ -6,6 +6,7 @@ import { uniqueUserId } from './support/events.js';
 import { http } from './support/http.js';
 import { waitFor } from './support/ports.js';
 import { spyOnEachTest } from './support/process-spies.js';
+import { stalledListener } from './support/stalled-listener.js';
 
 /** Resolves with the response of the next request to `url` the server takes. */
 function nextResponseTo(server: Server, url: string): Promise<ServerResponse> {
@@ -32,21 +33,7 @@ describe('floods: a listener that stops reading', () => {
     // A raw client that reads the head and the retry frame, then never reads again.
     const slowUrl = `${LISTEN}?userId=${userId}`;
     const slowResponse = nextResponseTo(fx.app.getHttpServer(), slowUrl);
-    const slow = net.connect({ port: fx.port, host: '127.0.0.1' });
-    slow.on('error', () => undefined);
-    const head: Buffer[] = [];
-    await new Promise<void>((resolve) => {
-      const onData = (chunk: Buffer) => {
-        head.push(chunk);
-        if (Buffer.concat(head).includes('retry: ')) {
-          slow.off('data', onData);
-          slow.pause();
-          resolve();
-        }
-      };
-      slow.on('data', onData);
-      slow.write(`GET ${slowUrl} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
-    });
+    const { socket: slow, head } = await stalledListener(fx.port, slowUrl);
     expect(fx.listenerCount()).toBe(2);
     const toSlow = await slowResponse;
 
@@ -97,7 +84,7 @@ describe('floods: a listener that stops reading', () => {
     const closed = new Promise((resolve) => slow.once('close', resolve));
     slow.resume();
     await closed;
-    const all = Buffer.concat([...head, ...rest]);
+    const all = Buffer.concat([head, ...rest]);
     const body = all.subarray(all.indexOf('\r\n\r\n') + 4).toString('utf8');
     const frames = dechunkedText(body);
     expect(frames.length).toBeGreaterThan(16_384);

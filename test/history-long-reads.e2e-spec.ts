@@ -23,6 +23,13 @@ const BUSY = {
   code: 503,
 };
 
+/** What a whole read of the user's history answers when it is not refused. */
+const whole = (userId: string, prevnames: unknown[]) => ({
+  status: 200,
+  body: { userId, prevnames, code: 200 },
+  retryAfter: null,
+});
+
 /** 30 whole reads at once: each answer's status, body and Retry-After. */
 async function readsAtOnce(fx: AppFixture, path: string) {
   return Promise.all(
@@ -39,11 +46,11 @@ describe('whole reads of long histories, past HISTORY_LONG_READS and its queue',
   it('answers each whole, or 503 with Retry-After, and the next read whole again', async () => {
     const userId = uniqueUserId('long');
     const prevnames = await storeHistory(fx, userId, 1_500);
-    const whole = { status: 200, body: { userId, prevnames, code: 200 }, retryAfter: null };
+    const answered = whole(userId, prevnames);
     const busy = { status: 503, body: BUSY, retryAfter: '1' };
     const answers = await readsAtOnce(fx, historyPath(userId));
     const kinds = answers.map((a) =>
-      JSON.stringify(a) === JSON.stringify(whole)
+      JSON.stringify(a) === JSON.stringify(answered)
         ? 'whole'
         : JSON.stringify(a) === JSON.stringify(busy)
           ? 'busy'
@@ -56,20 +63,17 @@ describe('whole reads of long histories, past HISTORY_LONG_READS and its queue',
       await readsAtOnce(fx, historyPath(userId, '?after=2000-01-01T00:00:00Z')),
     ).toContainEqual(busy);
     const again = await http(`${fx.url}${historyPath(userId)}`);
-    expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: whole.body });
+    expect({ status: again.status, body: again.body }).toEqual({
+      status: 200,
+      body: answered.body,
+    });
   });
 
   it('never holds back a short history (1,000 entries or fewer)', async () => {
     const userId = uniqueUserId('short');
     const prevnames = await storeHistory(fx, userId, 1_000);
     const answers = await readsAtOnce(fx, historyPath(userId));
-    expect(answers).toEqual(
-      answers.map(() => ({
-        status: 200,
-        body: { userId, prevnames, code: 200 },
-        retryAfter: null,
-      })),
-    );
+    expect(answers).toEqual(answers.map(() => whole(userId, prevnames)));
   });
 });
 
@@ -80,12 +84,6 @@ describe('whole reads of long histories within the queue', () => {
     const userId = uniqueUserId('queued');
     const prevnames = await storeHistory(fx, userId, 1_200);
     const answers = await readsAtOnce(fx, historyPath(userId));
-    expect(answers).toEqual(
-      answers.map(() => ({
-        status: 200,
-        body: { userId, prevnames, code: 200 },
-        retryAfter: null,
-      })),
-    );
+    expect(answers).toEqual(answers.map(() => whole(userId, prevnames)));
   });
 });

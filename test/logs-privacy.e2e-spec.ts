@@ -4,25 +4,9 @@ import { TestDatabase } from './support/database.js';
 import { http } from './support/http.js';
 import { waitFor } from './support/ports.js';
 import { nextLink, SEARCH, SEARCH_AUTH, SEARCH_TOKEN, searchQuery } from './support/search.js';
+import { logLines } from './support/logs.js';
 import { ServiceProcess, START_TIMEOUT_MS } from './support/service-process.js';
 import { proxiedDatabase, type TcpProxy } from './support/tcp-proxy.js';
-
-interface LogLine {
-  level: number;
-  msg: string;
-  context?: string;
-  req?: { id: string };
-  reqId?: string;
-  [field: string]: unknown;
-}
-
-/** The JSON log lines written so far. */
-function logLines(service: ServiceProcess): LogLine[] {
-  return service.stdout
-    .split('\n')
-    .filter((line) => line.startsWith('{') && line.endsWith('}'))
-    .map((line) => JSON.parse(line) as LogLine);
-}
 
 /** Every line that names the request of this id: its access line, its error line. */
 const linesOf = (service: ServiceProcess, id: string) =>

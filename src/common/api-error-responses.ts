@@ -57,3 +57,14 @@ export function ApiErrorResponses(...statuses: (number | [number, string])[]) {
 
 /** The 400 of an operation that takes no query: every key is unknown. */
 export const UNKNOWN_QUERY_KEY: [number, string] = [400, 'property x should not exist'];
+
+/** A 429 or 503 that says when to come back: its `Retry-After`, and the message it carries. */
+export function ApiRetryLaterResponse(status: 429 | 503, description: string, message: string) {
+  return ApiResponse({
+    status,
+    description,
+    type: ErrorResponseDto,
+    example: { message, code: status },
+    headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } },
+  });
+}

@@ -18,8 +18,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { EMPTY, type Observable } from 'rxjs';
-import { ApiErrorResponses } from '../common/api-error-responses.js';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { ApiErrorResponses, ApiRetryLaterResponse } from '../common/api-error-responses.js';
 import { StreamRoute } from '../common/route-traits.js';
 import {
   EVENT_ID_MESSAGE,
@@ -85,14 +84,11 @@ ${STREAM_EXAMPLE}\`\`\``,
       },
     },
   })
-  @ApiResponse({
-    status: 429,
-    description:
-      'The client address holds SSE_MAX_LISTENERS_PER_ADDRESS streams on this instance already: try again after `Retry-After` seconds.',
-    type: ErrorResponseDto,
-    example: { message: TOO_MANY_FROM_ADDRESS_MESSAGE, code: 429 },
-    headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } },
-  })
+  @ApiRetryLaterResponse(
+    429,
+    'The client address holds SSE_MAX_LISTENERS_PER_ADDRESS streams on this instance already: try again after `Retry-After` seconds.',
+    TOO_MANY_FROM_ADDRESS_MESSAGE,
+  )
   @ApiErrorResponses(400, [500, STREAM_SETUP_FAILED], [503, TOO_MANY_LISTENERS_MESSAGE])
   listen(
     @Query() query: ListenQueryDto,

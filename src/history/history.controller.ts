@@ -1,8 +1,7 @@
 import { Controller, Get, Query, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiErrorResponses } from '../common/api-error-responses.js';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { ApiErrorResponses, ApiRetryLaterResponse } from '../common/api-error-responses.js';
 import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
 import { HistoryQueryDto, HistoryResponseDto } from './history.dto.js';
 import {
@@ -44,13 +43,11 @@ export class HistoryController {
     },
   })
   @ApiUserIdParam()
-  @ApiResponse({
-    status: 503,
-    description: `A whole history (no \`limit\`) longer than ${LONG_HISTORY_ENTRIES} entries, while HISTORY_LONG_READS such reads run and HISTORY_LONG_READS_QUEUE wait on this instance: try again after \`Retry-After\` seconds, or read it in pages.`,
-    type: ErrorResponseDto,
-    example: { message: HISTORY_BUSY_MESSAGE, code: 503 },
-    headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } },
-  })
+  @ApiRetryLaterResponse(
+    503,
+    `A whole history (no \`limit\`) longer than ${LONG_HISTORY_ENTRIES} entries, while HISTORY_LONG_READS such reads run and HISTORY_LONG_READS_QUEUE wait on this instance: try again after \`Retry-After\` seconds, or read it in pages.`,
+    HISTORY_BUSY_MESSAGE,
+  )
   @ApiErrorResponses(400, 500)
   async getNameHistory(
     @UserIdParam() userId: string,

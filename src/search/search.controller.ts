@@ -1,7 +1,7 @@
 import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiErrorResponses } from '../common/api-error-responses.js';
+import { ApiErrorResponses, ApiRetryLaterResponse } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { SearchQueryDto, SearchResponseDto } from './search.dto.js';
 import { SearchService } from './search.service.js';
@@ -57,14 +57,11 @@ export class SearchController {
     type: ErrorResponseDto,
     example: { message: 'Cannot GET /api/prevnames?name=old_name', code: 404 },
   })
-  @ApiResponse({
-    status: 429,
-    description:
-      "Past the token's budget (SEARCH_RATE_LIMIT per SEARCH_RATE_WINDOW_MS): try again after `Retry-After` seconds.",
-    type: ErrorResponseDto,
-    example: { message: RATE_LIMITED_MESSAGE, code: 429 },
-    headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } },
-  })
+  @ApiRetryLaterResponse(
+    429,
+    "Past the token's budget (SEARCH_RATE_LIMIT per SEARCH_RATE_WINDOW_MS): try again after `Retry-After` seconds.",
+    RATE_LIMITED_MESSAGE,
+  )
   @ApiErrorResponses([400, 'name is required'], 500)
   async searchPreviousNames(
     @Query() query: SearchQueryDto,
