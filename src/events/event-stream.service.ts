@@ -8,7 +8,6 @@ import {
   ServiceUnavailableException,
 } from '@nestjs/common';
 import type { Request } from 'express';
-import ipaddr from 'ipaddr.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import {
@@ -39,18 +38,19 @@ import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import { TurnCork } from '../platform/turn-cork.js';
 import { EventFrames, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
-import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
+import { ListenerAddresses } from './listener-addresses.js';
+import {
+  ListenerBuffer,
+  ListenerStalledError,
+  TurnCounter,
+  type Frame,
+} from './listener-buffer.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
 export const TOO_MANY_LISTENERS_MESSAGE = 'Too many listeners on this instance';
 export const TOO_MANY_FROM_ADDRESS_MESSAGE = 'Too many listeners from this client address';
 /** The Retry-After of the 429 past the per-address cap, in seconds. */
 const ADDRESS_RETRY_AFTER_S = 10;
-
-/** A replaying listener took nothing for SSE_REPLAY_STALL_MS. */
-class ListenerStalledError extends Error {
-  override readonly name = 'ListenerStalledError';
-}
 
 /** At shutdown, streams end in waves over this window, so their clients do not all reconnect at once. */
 const HANDOVER_WINDOW_MS = 500;
@@ -97,7 +97,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
   /** Streams being set up: they count against the cap already. */
   private opening = 0;
   /** Listeners (connected or being set up) per client address. */
-  private readonly perAddress = new Map<string, number>();
+  private readonly addresses;
   /** Replays' page reads: at most SSE_REPLAY_CONCURRENCY at once; the others wait their turn. */
   private readonly replayPages;
   private opened = 0;
@@ -114,6 +114,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     );
     this.signals = this.handovers.map((handover$) => merge(keepAlive$, handover$).pipe(share()));
     this.replayPages = pLimit(sse.replayConcurrency);
+    this.addresses = new ListenerAddresses(sse.maxListenersPerAddress);
     metrics.onCollect(() => metrics.listeners.set(this.connected));
   }
 
@@ -138,21 +139,14 @@ export class EventStreamService implements BeforeApplicationShutdown {
     if (this.listenerCount >= this.sse.maxListeners) {
       throw new ServiceUnavailableException(TOO_MANY_LISTENERS_MESSAGE);
     }
-    const address = addressOf(req);
-    const fromAddress = this.perAddress.get(address) ?? 0;
-    if (fromAddress >= this.sse.maxListenersPerAddress) {
+    const leave = this.addresses.take(req);
+    if (!leave) {
       throw new RetryLaterException(
         TOO_MANY_FROM_ADDRESS_MESSAGE,
         HttpStatus.TOO_MANY_REQUESTS,
         ADDRESS_RETRY_AFTER_S,
       );
     }
-    this.perAddress.set(address, fromAddress + 1);
-    const leave = () => {
-      const left = (this.perAddress.get(address) ?? 1) - 1;
-      if (left > 0) this.perAddress.set(address, left);
-      else this.perAddress.delete(address);
-    };
     this.opening++;
     let reserved = true;
     const unreserve = () => {
@@ -247,7 +241,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     };
     const pacing: StreamPacing = {
       canTake: () => !buffer.backedUp(),
-      ready: () => this.readyWithin(buffer.ready(), this.sse.replayStallMs),
+      ready: () => buffer.readyWithin(this.sse.replayStallMs),
       schedule: (read) => this.replayPages(read),
       sizeOf: (event) => this.frames.of(event).bytes,
       holdLimit: this.sse.bufferLimitBytes,
@@ -278,16 +272,6 @@ export class EventStreamService implements BeforeApplicationShutdown {
     );
   }
 
-  /** `wait`, unless it takes longer than `ms`: then a ListenerStalledError. */
-  private readyWithin(wait: Promise<void> | undefined, ms: number): Promise<void> {
-    if (!wait) return Promise.resolve();
-    let timer: NodeJS.Timeout | undefined;
-    const stalled = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ListenerStalledError('The listener took nothing')), ms);
-    });
-    return Promise.race([wait, stalled]).finally(() => clearTimeout(timer));
-  }
-
   private cutForNotReading(): void {
     this.metrics.slowListenersCut.inc();
     this.logger.warn(
@@ -303,19 +287,4 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private handedOver({ lastEventId }: ListenOptions): Observable<MessageEvent> {
     return of({ id: lastEventId?.toString() ?? '', retry: HANDOVER_RETRY_MS });
   }
-}
-
-/**
- * The address a listener counts against: the client's (as `trust proxy` makes it), an IPv6
- * one by its /64, which one subscriber line is usually given whole.
- */
-function addressOf(req: Request): string {
-  const ip = req.ip ?? req.socket.remoteAddress;
-  if (!ip || !ipaddr.isValid(ip)) return 'unknown';
-  const parsed = ipaddr.process(ip);
-  if (parsed.kind() === 'ipv4') return parsed.toString();
-  return `${(parsed as ipaddr.IPv6).parts
-    .slice(0, 4)
-    .map((part) => part.toString(16))
-    .join(':')}::/64`;
 }

@@ -13,6 +13,11 @@ export interface Frame {
   readonly last?: boolean;
 }
 
+/** A listener took nothing for the time it was given (see ListenerBuffer.readyWithin). */
+export class ListenerStalledError extends Error {
+  override readonly name = 'ListenerStalledError';
+}
+
 /** Bytes handed to Nest at most in one turn of the event loop; the rest wait here. */
 const BYTES_PER_TURN = 64 * 1024;
 
@@ -108,6 +113,17 @@ export class ListenerBuffer {
       this.drained.add(check);
       this.watchDrain();
     });
+  }
+
+  /** As `ready()`, but rejects with a ListenerStalledError once the listener took nothing for `ms`. */
+  readyWithin(ms: number): Promise<void> {
+    const wait = this.ready();
+    if (!wait) return Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ListenerStalledError('The listener took nothing')), ms);
+    });
+    return Promise.race([wait, stalled]).finally(() => clearTimeout(timer));
   }
 
   /** Cuts the listener off for not reading (its connection dropped; it can resume). */
