@@ -30,8 +30,6 @@ export interface OpenedStream {
    * when the database could not say in time).
    */
   startId?: string;
-  /** Whether it replays stored events first. */
-  replays: boolean;
   /** The events; see NameEventStream.events for `pacing`. */
   events(pacing?: StreamPacing): Observable<StoredNameEvent>;
   /** Releases it without subscribing (the client left during setup). Idempotent. */
@@ -78,7 +76,6 @@ export class NameEventStreams {
           sent: () => this.metrics.eventsReplayed.inc(),
         };
         return {
-          replays: replay !== undefined,
           events: (pacing) => stream.events({ lastEventId, replay }, pacing),
           close: () => stream.close(),
         };
@@ -96,7 +93,6 @@ export class NameEventStreams {
       if (stream.failed) throw new BusUnavailableError('Live delivery broke during setup');
       return {
         startId,
-        replays: false,
         events: (pacing) => stream.events({}, pacing),
         close: () => stream.close(),
       };
