@@ -1,27 +1,18 @@
-import { readFileSync } from 'node:fs';
 import { redisEnv, startApp, type TestApp } from './support/app.js';
 import { TestDatabase } from './support/database.js';
 import { http } from './support/http.js';
+import { exampleOperations } from './support/openapi-document.js';
 import { SseStream } from './support/sse.js';
 
-const document = JSON.parse(readFileSync('openapi/openapi.json', 'utf8')) as {
-  paths: Record<string, Record<string, unknown>>;
-};
-
-/** Every operation of the document, and the documentation's own routes. */
-const routes: [method: string, path: string][] = [
-  ...Object.entries(document.paths).flatMap(([template, operations]) =>
-    Object.keys(operations).map(
-      (method) =>
-        [method.toUpperCase(), template.replace('{userId}', 'query-keys').replace('{id}', '1')] as [
-          string,
-          string,
-        ],
-    ),
+/** Every operation of the document, by its examples, and the documentation's own routes. */
+const routes: [method: string, path: string, query: string, body?: object][] = [
+  ...exampleOperations.map(
+    ({ method, path, query, body }) =>
+      [method, path, query ? `${query}&` : '', body] as [string, string, string, object?],
   ),
-  ['GET', '/api/docs'],
-  ['GET', '/api/docs-json'],
-  ['GET', '/api/docs-yaml'],
+  ['GET', '/api/docs', ''],
+  ['GET', '/api/docs-json', ''],
+  ['GET', '/api/docs-yaml', ''],
 ];
 
 /** Keys named after Object.prototype's members, which parsers and transformers treat apart. */
@@ -31,13 +22,6 @@ const OTHER_KEYS = ['foo', 'Limit', 'limit[]', 'user_id', 'a.b', ''];
 const ADMIN_TOKEN = 'an-admin-token-for-the-query-key-test';
 /** The administration routes exist with ADMIN_TOKEN set; a bearer token is no key. */
 const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
-
-const event = {
-  userId: 'query-keys',
-  type: 'username',
-  name: 'n',
-  changedAt: '2024-06-07T15:30:00.000Z',
-};
 
 /** Every route refuses every query key it does not take, naming it. */
 describe('unknown query keys', () => {
@@ -54,42 +38,21 @@ describe('unknown query keys', () => {
     await db.drop();
   });
 
-  /** The keys a route needs before it can refuse another one. */
-  const required: Record<string, string> = { '/api/prevnames': 'name=n&' };
-  const request = (method: string, path: string, query: string) =>
-    http(
-      `${app.url}${path}?${required[path] ?? ''}${query}`,
-      method === 'POST' ? { method, json: event, headers } : { method, headers },
-    );
+  const request = (method: string, path: string, required: string, query: string, json?: object) =>
+    http(`${app.url}${path}?${required}${query}`, { method, headers, json });
 
-  it('covers every operation of the document', () => {
-    expect(routes.map(([method, path]) => `${method} ${path}`).sort()).toEqual([
-      'DELETE /api/users/query-keys/opt-out',
-      'DELETE /api/users/query-keys/prevnames',
-      'DELETE /api/webhook-endpoints/1',
-      'GET /api/docs',
-      'GET /api/docs-json',
-      'GET /api/docs-yaml',
-      'GET /api/health/live',
-      'GET /api/health/ready',
-      'GET /api/metrics',
-      'GET /api/prevnames',
-      'GET /api/users/query-keys/opt-out',
-      'GET /api/users/query-keys/prevnames',
-      'GET /api/webhook-endpoints',
-      'GET /api/webhook-endpoints/1',
-      'GET /api/webhooks/prevnames/listen',
-      'POST /api/webhook-endpoints',
-      'POST /api/webhooks/prevnames',
-      'PUT /api/users/query-keys/opt-out',
-    ]);
+  it('makes a request of every operation from its examples', () => {
+    expect(exampleOperations.filter(({ missing }) => missing.length)).toEqual([]);
+    expect(exampleOperations.map(({ operation }) => operation.operationId)).toEqual(
+      expect.arrayContaining(['getNameHistory', 'listen', 'publishNameChange']),
+    );
   });
 
-  describe.each(routes)('%s %s', (method, path) => {
+  describe.each(routes)('%s %s', (method, path, required, body) => {
     it.each([...PROTOTYPE_KEYS, ...OTHER_KEYS])(
       'refuses ?%s=1 with a 400 naming it',
       async (key) => {
-        const res = await request(method, path, `${encodeURIComponent(key)}=1`);
+        const res = await request(method, path, required, `${encodeURIComponent(key)}=1`, body);
         expect(res.status).toBe(400);
         expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
         expect(res.body).toEqual({ message: `property ${key} should not exist`, code: 400 });
@@ -97,10 +60,10 @@ describe('unknown query keys', () => {
     );
 
     it('refuses a key spelled with percent-escapes, and a key without a value', async () => {
-      const escaped = await request(method, path, '%5F%5Fproto%5F%5F=1');
+      const escaped = await request(method, path, required, '%5F%5Fproto%5F%5F=1', body);
       expect(escaped.status).toBe(400);
       expect(escaped.body).toEqual({ message: 'property __proto__ should not exist', code: 400 });
-      const bare = await request(method, path, 'toString');
+      const bare = await request(method, path, required, 'toString', body);
       expect(bare.status).toBe(400);
       expect(bare.body).toEqual({ message: 'property toString should not exist', code: 400 });
     });

@@ -51,7 +51,11 @@ function ApiAdministration(method: 'GET' | 'POST' | 'DELETE', path: string, unkn
 }
 
 const ApiEndpointIdParam = () =>
-  ApiParam({ name: 'id', description: "The endpoint's id.", schema: { type: 'string' } });
+  ApiParam({
+    name: 'id',
+    description: "The endpoint's id.",
+    schema: { type: 'string', example: '1' },
+  });
 
 @ApiTags('webhooks')
 @Controller('webhook-endpoints')
