@@ -330,7 +330,7 @@ export async function startSearcher(ctx) {
  */
 export async function closedLoopFanout(
   ctx,
-  { fleet, publisher, instances, events, warmup = 20, listeners, maxMs },
+  { fleet, publisher, instances, events, warmup = 20, listeners, maxMs, ratePerSec = 0 },
 ) {
   const startSeq = ctx.nextSeq(warmup + events);
   await fleet.expectSeqs(startSeq + warmup + events, true);
@@ -359,6 +359,17 @@ export async function closedLoopFanout(
   let timeoutsInARow = 0;
   for (let k = 0; k < events && Date.now() < deadline; k++) {
     const seq = first + k;
+    if (ratePerSec > 0) {
+      // Paced (open loop): each event at its time, whether the last one has arrived or not.
+      const wait = started + (k * 1000) / ratePerSec - Date.now();
+      if (wait > 0) await sleep(wait);
+      const r = await publisher.publishOne(seq, k % pools);
+      published++;
+      statuses[r.status || r.error] = (statuses[r.status || r.error] ?? 0) + 1;
+      posts.record(r.us);
+      if (instances[k % pools].publishOk(r.status)) ok++;
+      continue;
+    }
     const done = fleet.waitDone(
       seq,
       Math.max(100, Math.min(perEventTimeoutMs, deadline - Date.now())),
@@ -382,8 +393,10 @@ export async function closedLoopFanout(
     }
   }
   const elapsedMs = Date.now() - started;
-  const after = await Promise.all(instances.map((i) => i.sample()));
-  const s = await fleet.settle(ok, timeouts > 0 ? 2_000 : 500);
+  let after = await Promise.all(instances.map((i) => i.sample()));
+  const s = await fleet.settle(ok, ratePerSec > 0 ? maxMs : timeouts > 0 ? 2_000 : 500);
+  // Paced, the deliveries may trail the last publish: their cost counts too.
+  if (ratePerSec > 0) after = await Promise.all(instances.map((i) => i.sample()));
   const use = usage(before, after);
   const expected = ok * listeners;
   const lat = s.latency.summaryMs();
@@ -405,6 +418,7 @@ export async function closedLoopFanout(
     eventTimeouts: timeouts,
     elapsedMs,
     deliveriesPerSec: Math.round((s.unique * 1000) / elapsedMs),
+    eventsPerSec: Math.round((ok * 10_000) / elapsedMs) / 10,
     loopUsPerDelivery: round3((use.loopMs * 1000) / Math.max(1, s.unique)),
     mainThreadUsPerDelivery: round3((use.mainThreadMs * 1000) / Math.max(1, s.unique)),
     cpuUsPerDelivery: round3((use.cpuMs * 1000) / Math.max(1, s.unique)),

@@ -40,21 +40,22 @@ function ratioOf(service, other) {
 }
 
 /**
- * A metric's target is either a ratio to the baseline (`{ op, ratio }`) or a bound on the
- * service's own figure (`{ op, value }`, in the metric's unit).
+ * A metric's target is either a ratio to another side (`{ op, ratio, of }`, the baseline
+ * unless `of` names another) or a bound on the service's own figure (`{ op, value }`, in the
+ * metric's unit).
  */
 function targetText(metric) {
-  const { op, ratio, value } = metric.target;
+  const { op, ratio, value, of = 'baseline' } = metric.target;
   const sign = op === '<=' ? '≤' : '≥';
   if (ratio !== undefined) {
-    return `${sign} ${ratio}× baseline`;
+    return `${sign} ${ratio}× ${of}`;
   }
   return `${sign} ${value}${metric.unit === '×' ? '×' : ` ${metric.unit}`}`;
 }
 
 function verdict(metric, service, ratios) {
-  const { op, ratio, value } = metric.target;
-  const x = ratio !== undefined ? ratios.baseline?.[metric.key] : service?.[metric.key];
+  const { op, ratio, value, of = 'baseline' } = metric.target;
+  const x = ratio !== undefined ? ratios[of]?.[metric.key] : service?.[metric.key];
   const bound = ratio ?? value;
   if (typeof x !== 'number' || !Number.isFinite(x)) {
     return null;

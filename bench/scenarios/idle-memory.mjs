@@ -14,8 +14,8 @@ export const idleMemory = {
       label: 'RSS per listener',
       unit: 'KB',
       better: 'lower',
-      // Issue 12: at most 32 KB per idle listener, whatever the baseline holds.
-      target: { op: '<=', value: 32 },
+      // Issue 38: at most 44 KB per idle listener (what the build before held), whatever the baseline holds.
+      target: { op: '<=', value: 44 },
     },
     { key: 'heapPerListenerKB', label: 'V8 heap per listener', unit: 'KB', better: 'lower' },
     { key: 'rssIdleMB', label: 'RSS with no listener', unit: 'MB', better: 'lower' },

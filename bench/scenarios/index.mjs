@@ -1,6 +1,6 @@
 import { capacity } from './capacity.mjs';
 import { detector } from './detector.mjs';
-import { fanout1k, fanout10k } from './fanout.mjs';
+import { fanout1k, fanout10k, fanoutPaced } from './fanout.mjs';
 import { history } from './history.mjs';
 import { hostileMemory } from './hostile-memory.mjs';
 import { idleMemory } from './idle-memory.mjs';
@@ -18,6 +18,7 @@ export const SCENARIOS = [
   idleMemory,
   fanout1k,
   fanout10k,
+  fanoutPaced,
   capacity,
   twoInstances,
   publish,
