@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { EventEmitter2 } from '@nestjs/event-emitter';
 import { historyPath, type HistoryBody } from './support/api.js';
 import { useApp } from './support/app.js';
 import { http } from './support/http.js';
@@ -7,11 +8,9 @@ import { waitFor } from './support/ports.js';
 import { admin } from './support/privacy.js';
 import { type Answer, WebhookReceiver } from './support/webhook-receiver.js';
 import { proxiedDatabase, type TcpProxy } from './support/tcp-proxy.js';
-import {
-  CAUGHT_UP_CHANNEL,
-  NOTIFICATIONS_APPLICATION_NAME,
-} from '../src/database/postgres-notifications.service.js';
-import { WebhookQueueWatch } from '../src/webhooks/webhook-queue-watch.js';
+import type { EventsRemovedEvent } from '../src/name-events/name-event.types.js';
+import { NOTIFICATIONS_APPLICATION_NAME } from '../src/database/postgres-notifications.service.js';
+import { NameEventRemovals } from '../src/name-events/name-event-removals.service.js';
 import {
   createEndpoint,
   endpointsOf,
@@ -133,60 +132,71 @@ describe('webhooks and what is erased or deleted', () => {
     ['an erasure', 'DELETE', 'prevnames'],
     ['an opt-out', 'PUT', 'opt-out'],
   ])(
-    'answers %s once this instance has heard its notification, so nothing erased is sent after the answer',
+    "answers %s once this instance's senders know, without waiting for Postgres to tell it, so nothing erased is sent after the answer",
     async (_what, method, path) => {
-      await waitFor('listening', () => fx.app.get(WebhookQueueWatch).stamp() !== undefined);
+      await waitFor('listening', () => fx.app.get(NameEventRemovals).heardEverywhere);
       const { id, blocker } = await blockedEndpoint();
       const { userId, kept } = await queueBehind(id);
       const release = await holdRetry();
 
-      // Held: what Postgres sends the listening connection (the deletion's notification first),
-      // until the answer's own token is held behind it, or the sender has tried again.
+      // Held: what Postgres sends the listening connection (the deletion's notification among
+      // it) until the answer is given: the answer must not need it.
       const notifications = proxy.holdFromServer(NOTIFICATIONS_APPLICATION_NAME);
-      const tried = receiver.received.length;
+      const answer = await admin(fx.url, method, `${userId}/${path}`);
       // The held attempt is let go the moment the answer comes: the sender must know by then.
-      const answer = admin(fx.url, method, `${userId}/${path}`).then((res) => {
-        release();
-        return res;
-      });
-      await waitFor(
-        'the token held behind the notification, or another attempt',
-        () => notifications.held().includes(CAUGHT_UP_CHANNEL) || receiver.received.length > tried,
-      );
+      release();
       notifications.release();
-      expect((await answer).status).toBe(200);
+      expect(answer.status).toBe(200);
       await expectSentThenSentinel(id, [blocker, kept]);
     },
     30_000,
   );
 
+  /** Every `events.removed` this instance emits from now on, until `stop`. */
+  const removedEvents = () => {
+    const emitter = fx.app.get(EventEmitter2);
+    const heard: EventsRemovedEvent[] = [];
+    const listener = (event: EventsRemovedEvent) => heard.push(event);
+    emitter.on('events.removed', listener);
+    return { heard, stop: () => emitter.off('events.removed', listener) };
+  };
+
   it('listens with Postgres, and hears an erasure made through another instance', async () => {
-    const watch = fx.app.get(WebhookQueueWatch);
-    await waitFor('listening', () => watch.stamp() !== undefined);
+    await waitFor('listening', () => fx.app.get(NameEventRemovals).heardEverywhere);
+    const removed = removedEvents();
     const other = await fx.startInstance();
     try {
-      const before = watch.stamp()!;
       const userId = uniqueUserId('erased');
       await store(fx.url, nameEvent({ userId }));
       expect((await admin(other.url, 'DELETE', `${userId}/prevnames`)).status).toBe(200);
-      await waitFor('the erasure heard', () => (watch.stamp() ?? before) > before);
+      await waitFor('the erasure heard', () => removed.heard.some((e) => e.userId === userId));
     } finally {
+      removed.stop();
       await other.close();
     }
   });
 
-  it('listens again after its connection is cut, and counts what it may have missed as a change', async () => {
-    const watch = fx.app.get(WebhookQueueWatch);
-    await waitFor('listening', () => watch.stamp() !== undefined);
-    const before = watch.stamp()!;
-    const listening = `SELECT pid FROM pg_stat_activity
-                        WHERE datname = current_database() AND application_name = $1`;
-    const [cut] = await fx.db.query<{ pid: number }>(listening, [NOTIFICATIONS_APPLICATION_NAME]);
-    await fx.db.query('SELECT pg_terminate_backend($1)', [cut.pid]);
-    await waitFor('listening again', () => (watch.stamp() ?? before) > before);
-    const again = await fx.db.query<{ pid: number }>(listening, [NOTIFICATIONS_APPLICATION_NAME]);
-    expect(again).toHaveLength(1);
-    expect(again[0].pid).not.toBe(cut.pid);
+  it('listens again after its connection is cut, and counts what it may have missed as a removal', async () => {
+    const removals = fx.app.get(NameEventRemovals);
+    await waitFor('listening', () => removals.heardEverywhere);
+    const removed = removedEvents();
+    try {
+      const listening = `SELECT pid FROM pg_stat_activity
+                          WHERE datname = current_database() AND application_name = $1`;
+      const [cut] = await fx.db.query<{ pid: number }>(listening, [NOTIFICATIONS_APPLICATION_NAME]);
+      await fx.db.query('SELECT pg_terminate_backend($1)', [cut.pid]);
+      // Anyone's removal when the connection is lost, and again when it is back.
+      await waitFor(
+        'listening again',
+        () =>
+          removals.heardEverywhere && removed.heard.filter((e) => e.userId === null).length >= 2,
+      );
+      const again = await fx.db.query<{ pid: number }>(listening, [NOTIFICATIONS_APPLICATION_NAME]);
+      expect(again).toHaveLength(1);
+      expect(again[0].pid).not.toBe(cut.pid);
+    } finally {
+      removed.stop();
+    }
   });
 
   it('sends nothing more to an endpoint once its DELETE is answered', async () => {

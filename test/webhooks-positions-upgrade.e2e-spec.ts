@@ -6,6 +6,7 @@
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { EndpointPositions1769400000000 } from '../src/webhooks/migrations/1769400000000-endpoint-positions.js';
+import { DropWebhookQueueNotifications1769700000000 } from '../src/webhooks/migrations/1769700000000-drop-webhook-queue-notifications.js';
 import { useApp } from './support/app.js';
 import { nameEvent, type NameEventBody } from './support/events.js';
 import { waitFor } from './support/ports.js';
@@ -30,7 +31,10 @@ describe('webhook deliveries queued by the previous schema, after an upgrade', (
 
   const fx = useApp({
     env: async (db) => {
-      await migrateAllBut(db!, [EndpointPositions1769400000000]);
+      await migrateAllBut(db!, [
+        EndpointPositions1769400000000,
+        DropWebhookQueueNotifications1769700000000,
+      ]);
       await db!.query(
         `INSERT INTO name_change_events (user_id, type, name, changed_at)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[])`,

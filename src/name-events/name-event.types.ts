@@ -48,6 +48,32 @@ export function userPartitionOf(userId: string): number {
   return (hash >>> 0) % USER_PARTITIONS;
 }
 
+/** A user's history was erased: every event and known name of theirs deleted. */
+export interface UserErasedEvent {
+  userId: string;
+  /** How many events. */
+  deleted: number;
+}
+
+/** Events were deleted, on this instance or another: what a module read of the log may be gone. */
+export interface EventsRemovedEvent {
+  /** Whose (null: anyone's: retention, or removals this instance may have missed unheard). */
+  userId: string | null;
+}
+
+/**
+ * The name-event domain's events, by name. `user.erased` and `user.opted-out` come once, on
+ * the instance that made the change, after its commit and before its answer: for reactions
+ * that must happen once. `events.removed` comes on every instance (NameEventRemovals carries
+ * it to the others, within milliseconds of the commit): for whatever holds events it read and
+ * must not use one that is gone.
+ */
+export interface NameDomainEvents {
+  'user.erased': UserErasedEvent;
+  'user.opted-out': UserErasedEvent;
+  'events.removed': EventsRemovedEvent;
+}
+
 export { StorageUnavailableError } from '../database/sql.service.js';
 
 /** A publish for a user a RecordingGuard refuses (who opted out): nothing was stored or broadcast. */

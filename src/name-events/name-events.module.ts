@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { EventEmitterModule } from '@nestjs/event-emitter';
 import { BusModule } from '../bus/bus.module.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { Owns } from '../config/owns.decorator.js';
@@ -15,6 +16,8 @@ import { nameEventsMigrations } from './migrations/index.js';
 import { NameChangeEvent } from './name-change-event.entity.js';
 import { NameChangeEventRepository } from './name-change-event.repository.js';
 import { NameEventLocks } from './name-event-locks.js';
+import { NameEventLogRepository } from './name-event-log.repository.js';
+import { NameEventRemovals } from './name-event-removals.service.js';
 import { NameEventStreams } from './name-event-streams.service.js';
 import { NameEventsService } from './name-events.service.js';
 import { NameHistoryRepository } from './name-history.repository.js';
@@ -27,6 +30,11 @@ import { RecordingGuards } from './recording-guards.service.js';
  * - NameEventStreams: a listener's stream (replay, then live, no gap).
  * - NameHistoryRepository: users' histories.
  * - KnownNamesRepository: the detector's last known names.
+ * - NameEventLogRepository: the event log as others read it (a consumer's handled events,
+ *   counts after a position).
+ * - Domain events (NameDomainEvents in `name-event.types.ts`): `user.erased`, `user.opted-out` and
+ *   `events.removed`, handled with `@OnNameEvent`; NameEventRemovals carries removals to
+ *   every instance, and tells whether this one hears them all.
  * - RecordingGuards: where a module registers who must not be recorded.
  * - `@NameEventConsumer` (consumers/): a durable consumer of the event log, run by
  *   NameEventConsumers: every stored event, in id order, on one instance at a time.
@@ -38,12 +46,14 @@ import { RecordingGuards } from './recording-guards.service.js';
   entities: [NameChangeEvent, KnownUser, KnownNickname, NameEventConsumerPosition],
 })
 @Module({
-  imports: [BusModule, DatabaseModule, DiscoveryModule, RedisModule],
+  imports: [BusModule, DatabaseModule, DiscoveryModule, EventEmitterModule.forRoot(), RedisModule],
   providers: [
     NameChangeEventRepository,
     NameHistoryRepository,
     KnownNamesRepository,
     NameEventLocks,
+    NameEventLogRepository,
+    NameEventRemovals,
     RecordingGuards,
     NameEventsService,
     NameEventStreams,
@@ -55,6 +65,8 @@ import { RecordingGuards } from './recording-guards.service.js';
     NameEventStreams,
     NameHistoryRepository,
     KnownNamesRepository,
+    NameEventLogRepository,
+    NameEventRemovals,
     RecordingGuards,
   ],
 })

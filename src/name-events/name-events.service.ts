@@ -6,6 +6,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { KnownNamesRepository } from './known-names.repository.js';
 import { NameChangeEventRepository, type StoredOutcome } from './name-change-event.repository.js';
 import { NameEventLocks } from './name-event-locks.js';
+import { NameEventRemovals } from './name-event-removals.service.js';
 import {
   RecordingRefusedError,
   type NewNameEvent,
@@ -47,6 +48,7 @@ export class NameEventsService {
     private readonly bus: NameEventBus,
     private readonly sql: SqlService,
     private readonly metrics: MetricsService,
+    private readonly removals: NameEventRemovals,
   ) {}
 
   /**
@@ -140,24 +142,37 @@ export class NameEventsService {
 
   /**
    * Deletes every event and known name of the user, under both locks, so that a publish or a
-   * comparison of the detector is wholly before (erased) or wholly after; `alongWith` runs
-   * first in the same transaction (recording an opt-out, say). Returns how many events.
+   * comparison of the detector is wholly before (erased) or wholly after; `optOut` runs first
+   * in the same transaction (recording the opt-out). Once committed, emits `user.erased` (or
+   * `user.opted-out`) and `events.removed` here, and tells the other instances. Returns how
+   * many events.
    */
-  eraseUser(userId: string, alongWith?: () => Promise<void>): Promise<number> {
-    return this.locks.underAllLocks(async () => {
-      await alongWith?.();
+  async eraseUser(userId: string, optOut?: () => Promise<void>): Promise<number> {
+    const deleted = await this.locks.underAllLocks(async () => {
+      await optOut?.();
       await this.knownNames.deleteOfUser(userId);
-      return this.events.deleteOfUser(userId);
+      const count = await this.events.deleteOfUser(userId);
+      if (count > 0) await this.removals.announce(userId);
+      return count;
     });
+    this.removals.emit(optOut ? 'user.opted-out' : 'user.erased', { userId, deleted });
+    if (deleted > 0) this.removals.emit('events.removed', { userId });
+    return deleted;
   }
 
   /**
    * Deletes at most `limit` events that changed before `cutoff`, oldest first, in one short
    * statement under the publish lock; returns how many. Call again until it returns less than
-   * `limit`: publishes go ahead between the calls.
+   * `limit`: publishes go ahead between the calls. What it deletes is `events.removed`.
    */
-  eraseChangedBefore(cutoff: Date, limit: number): Promise<number> {
-    return this.locks.underPublishLock(() => this.events.deleteChangedBefore(cutoff, limit));
+  async eraseChangedBefore(cutoff: Date, limit: number): Promise<number> {
+    const deleted = await this.locks.underPublishLock(async () => {
+      const count = await this.events.deleteChangedBefore(cutoff, limit);
+      if (count > 0) await this.removals.announce(null);
+      return count;
+    });
+    if (deleted > 0) this.removals.emit('events.removed', { userId: null });
+    return deleted;
   }
 
   private count(outcome: PublishOutcome): void {

@@ -1,5 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { PostgresNotifications } from '../database/postgres-notifications.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventsService } from '../name-events/name-events.service.js';
 import { OptOutsRepository } from './opt-outs.repository.js';
@@ -7,9 +6,8 @@ import type { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
 
 /**
  * Erasure and opt-out, each logged for the audit trail with the user id and the counts, and
- * never a name. Each answers once this instance has heard what its deletion notified, so that
- * what listens here (the webhook senders) has stopped before the answer: nothing erased is
- * sent from this instance after it.
+ * never a name. The domain tells what reacts to them (on this instance before the answer, on
+ * the others within milliseconds of the commit: see NameEventsService.eraseUser).
  */
 @Injectable()
 export class PrivacyService {
@@ -19,12 +17,10 @@ export class PrivacyService {
     private readonly nameEvents: NameEventsService,
     private readonly optOuts: OptOutsRepository,
     private readonly metrics: MetricsService,
-    private readonly notifications: PostgresNotifications,
   ) {}
 
   async eraseNameHistory(userId: string): Promise<ErasureResponseDto> {
     const deleted = await this.nameEvents.eraseUser(userId);
-    await this.notifications.caughtUp();
     this.metrics.eventsErased.inc({ reason: 'erasure' }, deleted);
     this.logger.log(`Erased the name history of user ${userId}: ${deleted} entries deleted`);
     return { userId, deleted, code: 200 };
@@ -34,7 +30,6 @@ export class PrivacyService {
     // Recorded with the erasure, under the same locks: no event of the user is stored after
     // this answers, and none before it is left.
     const deleted = await this.nameEvents.eraseUser(userId, () => this.optOuts.add(userId));
-    await this.notifications.caughtUp();
     this.metrics.eventsErased.inc({ reason: 'opt_out' }, deleted);
     this.logger.log(
       `Opted out user ${userId}: ${deleted} entries deleted; nothing is recorded for them from now on`,

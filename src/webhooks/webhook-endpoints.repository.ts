@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { SqlService } from '../database/sql.service.js';
 import type { NameType } from '../name-events/name-event.types.js';
-import { matchingEvents } from './webhook-deliveries.repository.js';
 import type { WebhookFormat } from './webhook-endpoint.entity.js';
 
 /** An endpoint as registered (its secret aside). */
@@ -15,40 +14,54 @@ export interface EndpointRow {
   createdAt: Date;
 }
 
-/** An endpoint and how its deliveries stand. */
+/** An endpoint and how its deliveries stand (`pending` is counted in the event log). */
 export interface EndpointStatusRow extends EndpointRow {
   lastDeliveredEventId: string | null;
-  pending: number;
+  /** Every matching event up to this id was delivered (or erased). */
+  deliveredThrough: string;
   failingSince: Date | null;
 }
 
-export type NewEndpoint = Omit<EndpointRow, 'id' | 'createdAt'> & { secret: string | null };
+/** An endpoint as its sender needs it. */
+export interface SenderEndpoint {
+  url: string;
+  format: WebhookFormat;
+  secret: string | null;
+  userId: string | null;
+  type: NameType | null;
+  deliveredThrough: string;
+  /** It answered 410 Gone: nothing more is sent to it. */
+  gone: boolean;
+}
+
+/** Where an endpoint is in the event log, as NameEventLogRepository.countAfter takes it. */
+export function positionOf({ deliveredThrough, userId, type }: EndpointStatusRow) {
+  return { afterId: deliveredThrough, userId, type };
+}
+
+export type NewEndpoint = Omit<EndpointRow, 'id' | 'createdAt'> & {
+  secret: string | null;
+  deliveredThrough: string;
+};
 
 const ENDPOINT_COLUMNS = `w.id::text AS id, w.url, w.format, w.user_id AS "userId", w.type,
   w.description, w.created_at AS "createdAt"`;
 
-/**
- * An endpoint's pending events: the matching events stored after those delivered to it
- * (erased events are not there to count).
- */
-const PENDING = `(SELECT count(*) FROM (${matchingEvents('w.delivered_through')}) e)::int`;
-
 const STATUS_COLUMNS = `${ENDPOINT_COLUMNS}, w.last_delivered_event_id::text AS "lastDeliveredEventId",
-  ${PENDING} AS pending, w.failing_since AS "failingSince"`;
+  w.delivered_through::text AS "deliveredThrough", w.failing_since AS "failingSince"`;
 
-/** Every query on webhook_endpoints. Statements join the caller's unit of work. */
+/**
+ * Every query on webhook_endpoints: registration, and how far each endpoint's deliveries are.
+ * Records commute (`greatest`): one made late never moves an endpoint back.
+ */
 @Injectable()
 export class WebhookEndpointsRepository {
   constructor(private readonly sql: SqlService) {}
 
-  /**
-   * Registers an endpoint: it gets the events stored after the newest one stored now (those
-   * stored later commit after this statement, under the publish lock, with greater ids).
-   */
   async create(endpoint: NewEndpoint): Promise<EndpointRow> {
     const [row] = await this.sql.query<EndpointRow>(
       `INSERT INTO webhook_endpoints AS w (url, format, user_id, type, description, secret, delivered_through)
-       SELECT $1, $2, $3, $4, $5, $6, coalesce(max(id), 0) FROM name_change_events
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
        RETURNING ${ENDPOINT_COLUMNS}`,
       [
         endpoint.url,
@@ -57,6 +70,7 @@ export class WebhookEndpointsRepository {
         endpoint.type,
         endpoint.description,
         endpoint.secret,
+        endpoint.deliveredThrough,
       ],
     );
     return row;
@@ -93,11 +107,45 @@ export class WebhookEndpointsRepository {
     return rows.map((row) => row.id);
   }
 
-  /** Each endpoint's pending events, for the metrics. */
-  async pendingCounts(): Promise<{ id: string; pending: number }[]> {
-    return this.sql.query<{ id: string; pending: number }>({
-      name: 'webhook-pending-counts',
-      text: `SELECT w.id::text AS id, ${PENDING} AS pending FROM webhook_endpoints w`,
+  /** The endpoint as its sender reads it; undefined when it is deleted. */
+  async findForSender(id: string): Promise<SenderEndpoint | undefined> {
+    const [row] = await this.sql.query<SenderEndpoint>({
+      name: 'webhook-sender-endpoint',
+      text: `SELECT url, format, secret, user_id AS "userId", type,
+                    delivered_through::text AS "deliveredThrough", gone_at IS NOT NULL AS gone
+               FROM webhook_endpoints WHERE id = $1`,
+      values: [id],
+    });
+    return row;
+  }
+
+  /**
+   * Records that `eventId` got a 2xx (null: none, the sender only read past events not the
+   * endpoint's) and every matching event up to `through` is delivered; a 2xx clears
+   * `failingSince`. Returns whether the endpoint is still there.
+   */
+  async delivered(id: string, eventId: string | null, through: string): Promise<boolean> {
+    const { rowCount } = await this.sql.execute({
+      name: 'webhook-delivered',
+      text: `UPDATE webhook_endpoints
+                SET last_delivered_event_id = greatest(last_delivered_event_id, $2::bigint),
+                    delivered_through = greatest(delivered_through, $3::bigint),
+                    failing_since = CASE WHEN $2::bigint IS NULL THEN failing_since END
+              WHERE id = $1`,
+      values: [id, eventId, through],
+    });
+    return rowCount > 0;
+  }
+
+  /** Records that an attempt at `at` got no 2xx; with `gone` (a 410), nothing more is sent. */
+  async failed(id: string, at: Date, gone: boolean): Promise<void> {
+    await this.sql.execute({
+      name: 'webhook-failed',
+      text: `UPDATE webhook_endpoints
+                SET failing_since = coalesce(failing_since, $2),
+                    gone_at = CASE WHEN $3 THEN $2 ELSE gone_at END
+              WHERE id = $1`,
+      values: [id, at, gone],
     });
   }
 }

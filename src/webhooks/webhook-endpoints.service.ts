@@ -1,5 +1,6 @@
 import { BadRequestException, Injectable, NotFoundException } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
+import { NameEventLogRepository } from '../name-events/name-event-log.repository.js';
 import type {
   CreatedWebhookEndpointDto,
   CreateWebhookEndpointDto,
@@ -10,6 +11,7 @@ import type {
   WebhookEndpointStatusDto,
 } from './webhook-endpoints.dto.js';
 import {
+  positionOf,
   WebhookEndpointsRepository,
   type EndpointRow,
   type EndpointStatusRow,
@@ -28,6 +30,7 @@ export class WebhookEndpointsService {
   constructor(
     private readonly endpoints: WebhookEndpointsRepository,
     private readonly senders: WebhookSenders,
+    private readonly log: NameEventLogRepository,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
   ) {}
 
@@ -48,6 +51,8 @@ export class WebhookEndpointsService {
       type: body.type ?? null,
       description: body.description ?? null,
       secret,
+      // It gets the events stored after this one: those commit later, with greater ids.
+      deliveredThrough: await this.log.latestId(),
     });
     this.senders.add(row.id);
     return { ...endpointOf(row), secret, code: 201 };
@@ -55,13 +60,15 @@ export class WebhookEndpointsService {
 
   async listEndpoints(): Promise<WebhookEndpointListDto> {
     const rows = await this.endpoints.findAll();
-    return { endpoints: rows.map(statusOf), code: 200 };
+    const pending = await this.pendingOf(rows);
+    return { endpoints: rows.map((row, i) => statusOf(row, pending[i])), code: 200 };
   }
 
   async getEndpoint(id: string): Promise<WebhookEndpointResponseDto> {
     const row = ENDPOINT_ID.test(id) ? await this.endpoints.find(id) : undefined;
     if (!row) throw notFound(id);
-    return { ...statusOf(row), code: 200 };
+    const [pending] = await this.pendingOf([row]);
+    return { ...statusOf(row, pending), code: 200 };
   }
 
   async deleteEndpoint(id: string): Promise<DeletedWebhookEndpointDto> {
@@ -69,6 +76,11 @@ export class WebhookEndpointsService {
     // Not awaited: an attempt under way may finish, and none starts after this answer.
     void this.senders.remove(id);
     return { id, deleted: true, code: 200 };
+  }
+
+  /** Each endpoint's pending events: those matching it stored after what it was delivered. */
+  private pendingOf(rows: readonly EndpointStatusRow[]): Promise<number[]> {
+    return this.log.countAfter(rows.map(positionOf));
   }
 }
 
@@ -81,11 +93,11 @@ function endpointOf(row: EndpointRow): WebhookEndpointDto {
   return { id, url, format, userId, type, description, createdAt: createdAt.toISOString() };
 }
 
-function statusOf(row: EndpointStatusRow): WebhookEndpointStatusDto {
+function statusOf(row: EndpointStatusRow, pending: number): WebhookEndpointStatusDto {
   return {
     ...endpointOf(row),
     lastDeliveredEventId: row.lastDeliveredEventId,
-    pending: row.pending,
+    pending,
     failingSince: row.failingSince?.toISOString() ?? null,
   };
 }

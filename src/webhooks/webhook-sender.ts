@@ -1,28 +1,29 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { WebhookAcks } from './webhook-acks.js';
-import { retryDelayMs } from './webhook-backoff.js';
+import type { NameEventLogRepository } from '../name-events/name-event-log.repository.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
-import type {
-  DeliveredUpTo,
-  SenderEndpoint,
-  WebhookDeliveriesRepository,
-} from './webhook-deliveries.repository.js';
-import type { RunOutcome } from './webhook-delivery-protocol.js';
-import type { WebhookDeliveryThread } from './webhook-delivery-thread.js';
+import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
+import { retryDelayMs } from './webhook-backoff.js';
+import type { SenderEndpoint, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
+import { webhookRequest } from './webhook-payloads.js';
+import { TargetRefusedError, vetTarget } from './webhook-targets.js';
+
+/** The name of the webhooks' consumer of the event log: senders read what it has handled. */
+export const WEBHOOKS_CONSUMER = 'webhooks';
 
 /** How an attempt ended, as the metrics count it. */
 export type DeliveryOutcome = 'delivered' | 'rejected' | 'gone' | 'timeout' | 'error' | 'refused';
 
 export interface SenderDeps {
-  deliveries: WebhookDeliveriesRepository;
-  acks: WebhookAcks;
-  thread: WebhookDeliveryThread;
+  endpoints: WebhookEndpointsRepository;
+  log: NameEventLogRepository;
   allowPrivateTargets: boolean;
   pollMs: number;
   attempted(outcome: DeliveryOutcome): void;
-  /** WebhookQueueWatch.stamp: what was read is trusted while it is unchanged. */
-  stamp(): number | undefined;
+  /** Changes whenever events may have been removed (`events.removed`, on any instance). */
+  removals(): number;
+  /** Whether every instance's removals change `removals()` (see NameEventRemovals). */
+  heardEverywhere(): boolean;
 }
 
 /** "Events may have been read": a sender that found none waits for this, or the poll. */
@@ -62,15 +63,12 @@ const BATCH = 100;
 /**
  * The deliveries of one endpoint, while this instance holds its lease: the oldest undelivered
  * event, attempted until it gets a 2xx, retried with back-off otherwise, then the next one:
- * in id order, one at a time. Events are read a batch at a time, and the read is trusted
- * until WebhookQueueWatch's stamp changes (an erasure, a deletion of the endpoint, anywhere):
- * then the batch is read again. The attempts run on the delivery thread (WebhookDeliveryThread),
- * which sends the batch's events one after the other and looks at the stamp once more as each
- * request is about to be written (attemptDelivery's `current`). While nothing
- * watches (no stamp), one statement before each attempt but the first of a batch checks the
- * endpoint and the event are still there. 2xx are recorded by WebhookAcks; a failure at
- * once, and the batch is read again before the retry. Ends when `signal` aborts (the lease
- * lost, the endpoint deleted here, shutdown) or the endpoint is found deleted.
+ * in id order, one at a time, each result recorded before the next attempt. Events are read
+ * a batch at a time from what the webhooks consumer has handled, and the batch is trusted
+ * until events are removed anywhere (`removals()` changes): an attempt not yet written is
+ * then dropped and the batch read again. While removals on other instances may go unheard,
+ * it reads one event before each attempt instead. Ends when `signal` aborts (the lease lost,
+ * the endpoint deleted here, shutdown) or the endpoint is found deleted.
  */
 export async function runSender(
   endpointId: string,
@@ -79,99 +77,102 @@ export async function runSender(
   signal: AbortSignal,
 ): Promise<void> {
   const logger = new Logger('Webhooks');
-  const warn = (message: string) => logger.warn(message);
-  const { acks } = deps;
-  let endpoint: SenderEndpoint | undefined;
-  let batch: StoredNameEvent[] = [];
-  /** Once the batch is delivered, every matching event up to this id is. */
-  let through = '0';
-  /** The watch's stamp when the batch was read (undefined: nothing watches). */
-  let readAt: number | undefined;
-  /** batch[0] was checked (just read, or checked since): no statement before its attempt. */
-  let checked = false;
+  const warn = (error: unknown) =>
+    logger.warn(`Endpoint ${endpointId}: ${(error as Error).message}`);
+  const connection = new SenderConnection();
   let failures = 0;
   try {
     while (!signal.aborted) {
-      let delivered: DeliveredUpTo | null = null;
+      wake.look();
+      const readAt = deps.removals();
+      let endpoint: SenderEndpoint | undefined;
+      let events: StoredNameEvent[];
+      let through: string;
       try {
-        if (batch.length > 0 && readAt !== undefined && readAt !== deps.stamp()) batch = [];
-        if (batch.length === 0) {
-          wake.look();
-          readAt = deps.stamp();
-          delivered = await acks.take(endpointId);
-          const next = await deps.deliveries.next(endpointId, delivered, BATCH);
-          if (!next) return;
-          ({ endpoint, events: batch, through } = next);
-          if (endpoint.gone) batch = [];
-          checked = true;
-          if (batch.length > 0) continue;
+        endpoint = await deps.endpoints.findForSender(endpointId);
+        if (!endpoint) return;
+        if (endpoint.gone) {
+          await wake.wait(deps.pollMs, signal);
+          continue;
+        }
+        const limit = deps.heardEverywhere() ? BATCH : 1;
+        ({ events, through } = await deps.log.findHandled(
+          WEBHOOKS_CONSUMER,
+          endpoint.deliveredThrough,
+          endpoint,
+          limit,
+        ));
+        if (events.length === 0) {
           // Read past events not its own: the next read starts after them.
-          if (!endpoint.gone && through !== next.deliveredThrough) {
-            acks.delivered(endpointId, { eventId: null, through });
+          if (through !== endpoint.deliveredThrough) {
+            await deps.endpoints.delivered(endpointId, null, through);
           }
           await wake.wait(deps.pollMs, signal);
           continue;
         }
-        if (!checked && readAt === undefined) {
-          delivered = await acks.take(endpointId);
-          const queued = await deps.deliveries.stillToSend(endpointId, delivered, batch[0].id);
-          if (queued === undefined) return;
-          if (!queued) {
-            batch = [];
-            continue;
-          }
-        }
       } catch (error) {
-        acks.untake(endpointId, delivered);
-        warn(`Endpoint ${endpointId}: ${(error as Error).message}`);
+        warn(error);
         await pause(deps.pollMs, signal);
         continue;
       }
-      checked = false;
-      // Nothing watches: one event at a time, each checked first (above).
-      const events = readAt === undefined ? batch.slice(0, 1) : batch;
-      const { outcome, at } = await deps.thread.deliver(
-        endpointId,
-        endpoint!,
-        events,
-        { readAt, allowPrivateTargets: deps.allowPrivateTargets, signal },
-        (eventId) => {
+      const current = () => !signal.aborted && deps.removals() === readAt;
+      for (const [i, event] of events.entries()) {
+        const at = new Date();
+        const outcome = await attempt(endpoint, event, at, deps, connection, signal, current);
+        if (outcome.kind === 'stale') break;
+        // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
+        if (signal.aborted) return;
+        const kind = outcomeOf(outcome);
+        deps.attempted(kind);
+        if (kind === 'delivered') {
           failures = 0;
-          deps.attempted('delivered');
-          acks.delivered(endpointId, { eventId, through: batch.length === 1 ? through : eventId });
-          batch.shift();
-        },
-      );
-      if (outcome === null) continue;
-      if (outcome.kind === 'stale') {
-        batch = [];
-        continue;
+          const upTo = i === events.length - 1 ? through : event.id;
+          const recorded = await deps.endpoints.delivered(endpointId, event.id, upTo).catch(warn);
+          if (recorded === false) return;
+          if (recorded === undefined) break;
+          continue;
+        }
+        await deps.endpoints.failed(endpointId, at, kind === 'gone').catch(warn);
+        if (kind !== 'gone') {
+          failures += 1;
+          const retryAfterMs = outcome.kind === 'answered' ? outcome.retryAfterMs : undefined;
+          await pause(retryDelayMs(failures, retryAfterMs), signal);
+        }
+        // Read again before the retry: what failed may have been erased meanwhile.
+        break;
       }
-      const kind = outcomeOf(outcome);
-      // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
-      if (signal.aborted) return;
-      deps.attempted(kind);
-      const unrecorded = await acks.take(endpointId);
-      await deps.deliveries
-        .failed(endpointId, unrecorded, at, kind === 'gone')
-        .catch((error: Error) => {
-          acks.untake(endpointId, unrecorded);
-          warn(`Endpoint ${endpointId}: ${error.message}`);
-        });
-      // Read again before the retry: what failed may have been erased meanwhile.
-      batch = [];
-      if (kind === 'gone') continue;
-      failures += 1;
-      const retryAfterMs = outcome.kind === 'answered' ? outcome.retryAfterMs : undefined;
-      await pause(retryDelayMs(failures, retryAfterMs), signal);
     }
   } finally {
-    deps.thread.close(endpointId);
-    await acks.flush(endpointId);
+    connection.destroy();
   }
 }
 
-function outcomeOf(outcome: Exclude<RunOutcome, { kind: 'stale' }>): DeliveryOutcome {
+/** What one attempt came to, or `refused`: the target failed the address check. */
+type SendOutcome = AttemptOutcome | { kind: 'refused' };
+
+/** The address check, then the request, unless `current` says no as it is about to be written. */
+async function attempt(
+  { url: target, format, secret }: SenderEndpoint,
+  event: StoredNameEvent,
+  at: Date,
+  deps: SenderDeps,
+  connection: SenderConnection,
+  signal: AbortSignal,
+  current: () => boolean,
+): Promise<SendOutcome> {
+  if (!current()) return { kind: 'stale' };
+  const url = new URL(target);
+  try {
+    const addresses = await vetTarget(url, deps.allowPrivateTargets);
+    const request = webhookRequest(format, event, secret, at);
+    return await attemptDelivery(url, addresses, format, request, connection, signal, current);
+  } catch (error) {
+    if (error instanceof TargetRefusedError) return { kind: 'refused' };
+    return { kind: 'error', message: (error as Error).message };
+  }
+}
+
+function outcomeOf(outcome: Exclude<SendOutcome, { kind: 'stale' }>): DeliveryOutcome {
   if (outcome.kind !== 'answered') return outcome.kind;
   if (outcome.status >= 200 && outcome.status < 300) return 'delivered';
   return outcome.status === 410 ? 'gone' : 'rejected';

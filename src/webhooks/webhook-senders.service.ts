@@ -6,14 +6,13 @@ import {
 } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { OnNameEvent } from '../name-events/on-name-event.decorator.js';
+import { NameEventLogRepository } from '../name-events/name-event-log.repository.js';
+import { NameEventRemovals } from '../name-events/name-event-removals.service.js';
 import { LeaseCompetition } from '../redis/lease-competition.js';
 import { Leases } from '../redis/leases.js';
-import { WebhookAcks } from './webhook-acks.js';
-import { WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
-import { WebhookDeliveryThread } from './webhook-delivery-thread.js';
-import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
+import { positionOf, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 import { runSender, SenderWake, type DeliveryOutcome } from './webhook-sender.js';
-import { WebhookQueueWatch } from './webhook-queue-watch.js';
 import { webhooksConfig } from './webhooks.config.js';
 
 interface Sender {
@@ -28,6 +27,8 @@ interface Sender {
  * (`webhook:<id>`), so that exactly one instance at a time sends to it; the holder runs its
  * deliveries (runSender). Endpoints created or deleted on another instance are found every
  * WEBHOOK_POLL_MS; this instance's own at once. Deliveries run whatever ADMIN_TOKEN says.
+ * Every `events.removed` (an erasure, an opt-out, retention, on any instance) makes every
+ * sender read its events again before its next attempt.
  */
 @Injectable()
 export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
@@ -37,14 +38,14 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly pending;
   private syncTimer?: NodeJS.Timeout;
   private stopped = false;
+  /** How many `events.removed` this instance heard. */
+  private removals = 0;
 
   constructor(
     private readonly leases: Leases,
     private readonly endpoints: WebhookEndpointsRepository,
-    private readonly deliveries: WebhookDeliveriesRepository,
-    private readonly watch: WebhookQueueWatch,
-    private readonly acks: WebhookAcks,
-    private readonly thread: WebhookDeliveryThread,
+    private readonly log: NameEventLogRepository,
+    private readonly nameEventRemovals: NameEventRemovals,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
     metrics: MetricsService,
   ) {
@@ -101,6 +102,11 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
       .catch((error: Error) => this.logger.warn(`Endpoint ${id}: ${error.message}`));
   }
 
+  @OnNameEvent('events.removed')
+  removed(): void {
+    this.removals += 1;
+  }
+
   /** The webhooks consumer read more events: the senders that found none look again. */
   wakeAll(): void {
     for (const sender of this.senders.values()) sender.wake.notify();
@@ -111,13 +117,13 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
     await runSender(
       id,
       {
-        deliveries: this.deliveries,
-        acks: this.acks,
-        thread: this.thread,
+        endpoints: this.endpoints,
+        log: this.log,
         allowPrivateTargets: this.config.allowPrivateTargets,
         pollMs: this.config.pollMs,
         attempted: (outcome: DeliveryOutcome) => this.attempts.inc({ endpoint: id, outcome }),
-        stamp: () => this.watch.stamp(),
+        removals: () => this.removals,
+        heardEverywhere: () => this.nameEventRemovals.heardEverywhere,
       },
       sender.wake,
       signal,
@@ -143,8 +149,9 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async collectPending(): Promise<void> {
-    const counts = await this.endpoints.pendingCounts();
+    const endpoints = await this.endpoints.findAll();
+    const counts = await this.log.countAfter(endpoints.map(positionOf));
     this.pending.reset();
-    for (const { id, pending } of counts) this.pending.set({ endpoint: id }, pending);
+    endpoints.forEach(({ id }, i) => this.pending.set({ endpoint: id }, counts[i]));
   }
 }

@@ -6,21 +6,17 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { cp, mkdtemp, rename, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { AppModule } from '../../src/app.module.js';
 import { ExpressHttpAdapter } from '../../src/platform/express-http-adapter.js';
 import { configureApp } from '../../src/app.setup.js';
 import { HttpDrainService } from '../../src/health/http-drain.service.js';
-import { DELIVERY_WORKER_URL } from '../../src/webhooks/webhook-delivery-thread.js';
 import { appClient, type AppClient } from './app-client.js';
 import { TestDatabase } from './database.js';
 import { LOG_LEVEL, REDIS_URL } from './environment.js';
 import { freePort } from './ports.js';
-import { ensureBuilt, START_TIMEOUT_MS } from './service-process.js';
-
-const builtDeliveryWorker = () =>
-  pathToFileURL(join(dirname(ensureBuilt()), 'webhooks', 'webhook-delivery.worker.js'));
+import { START_TIMEOUT_MS } from './service-process.js';
 
 export interface TestApp {
   app: NestExpressApplication;
@@ -81,10 +77,7 @@ export async function startApp(
   modules: Type[] = [],
 ): Promise<TestApp> {
   const moduleRef = await customize(
-    Test.createTestingModule({ imports: [AppModule.forRoot({ LOG_LEVEL, ...env }), ...modules] })
-      // The webhooks' delivery thread runs compiled code: the build's, here.
-      .overrideProvider(DELIVERY_WORKER_URL)
-      .useValue(builtDeliveryWorker),
+    Test.createTestingModule({ imports: [AppModule.forRoot({ LOG_LEVEL, ...env }), ...modules] }),
   ).compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressHttpAdapter(), {
     bodyParser: false,
