@@ -11,7 +11,7 @@ import { createValidationPipe } from './common/validation.js';
 import type { AppConfig } from './config/configuration.js';
 import { serveOpenApi } from './openapi/openapi.js';
 import { servePageOutsideApi } from './page/live-page.js';
-import { answerHttpLayerWithJson } from './platform/http-layer.js';
+import { configureHttpLayer } from './platform/http-layer.js';
 import { jsonBodies } from './platform/json-body.js';
 
 export const API_PREFIX = 'api';
@@ -35,7 +35,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.set('query parser', 'simple');
   app.set('trust proxy', http.trustProxy);
   // What Node's HTTP layer refuses never reaches the application, nor its access log.
-  answerHttpLayerWithJson(app, http);
+  configureHttpLayer(app, http);
   app.use(accessLog(PinoLogger.root));
   app.use(securityHeaders(API_PREFIX));
   // After the security headers, so the page gets them too (with a stricter CSP of its own).

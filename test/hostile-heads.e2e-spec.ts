@@ -1,6 +1,6 @@
 import { JSON_TYPE, LISTEN } from './support/api.js';
 import { useApp } from './support/app.js';
-import { type HostileCase, itRefusesEachExactly, request } from './support/hostile.js';
+import { type HostileCase, itRefusesEachExactly, NODE, request } from './support/hostile.js';
 import { failTestsOnProcessFailures } from './support/process-spies.js';
 import { rawRequest } from './support/raw-http.js';
 
@@ -17,7 +17,7 @@ describe('hostile input: hand-made request heads', () => {
       'a 100 KB user id in the URL',
       request(`GET /api/users/${'x'.repeat(100_000)}/prevnames HTTP/1.1`),
       431,
-      'Request line and headers exceed the limits (16 KiB, 2000 header fields)',
+      NODE,
     ],
     [
       'a 15 KB user id in the URL',
@@ -29,7 +29,7 @@ describe('hostile input: hand-made request heads', () => {
       'a 20 KB header',
       request(`GET /api/users/1/prevnames HTTP/1.1`, `X-Flood: ${'y'.repeat(20_000)}\r\n`),
       431,
-      'Request line and headers exceed the limits (16 KiB, 2000 header fields)',
+      NODE,
     ],
     [
       '3,000 headers',
@@ -38,7 +38,7 @@ describe('hostile input: hand-made request heads', () => {
         Array.from({ length: 3_000 }, (_, i) => `X-F${i}: v\r\n`).join(''),
       ),
       431,
-      'Request line and headers exceed the limits (16 KiB, 2000 header fields)',
+      NODE,
     ],
     [
       'a raw 0xFF byte in the path',
@@ -48,7 +48,7 @@ describe('hostile input: hand-made request heads', () => {
         Buffer.from('/prevnames HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'),
       ]),
       400,
-      'Malformed HTTP request',
+      NODE,
     ],
     [
       'a raw NUL byte in the path',
@@ -58,7 +58,7 @@ describe('hostile input: hand-made request heads', () => {
         Buffer.from('/prevnames HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'),
       ]),
       400,
-      'Malformed HTTP request',
+      NODE,
     ],
     [
       '%00 in the user id',
@@ -72,12 +72,7 @@ describe('hostile input: hand-made request heads', () => {
       400,
       'Malformed URL: invalid percent-encoding',
     ],
-    [
-      'an unknown method',
-      request(`FOO /api/users/1/prevnames HTTP/1.1`),
-      400,
-      'Malformed HTTP request',
-    ],
+    ['an unknown method', request(`FOO /api/users/1/prevnames HTTP/1.1`), 400, NODE],
     [
       'no Host header',
       `GET /api/users/1/prevnames HTTP/1.1\r\nConnection: close\r\n\r\n`,
@@ -96,7 +91,7 @@ describe('hostile input: hand-made request heads', () => {
         0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03, 0x0d, 0x0a, 0x0d, 0x0a,
       ]),
       400,
-      'Malformed HTTP request',
+      NODE,
     ],
     [
       'a 5,000-digit Last-Event-ID',

@@ -1,7 +1,7 @@
 import { historyPath, PUBLISH } from './support/api.js';
 import { useApp } from './support/app.js';
 import { historyEntry, nameEvent, streamed } from './support/events.js';
-import { answer, closingAnswer, jsonAnswer, MALFORMED } from './support/http-answers.js';
+import { answer, jsonAnswer, nodeRefusal } from './support/http-answers.js';
 import { failTestsOnProcessFailures } from './support/process-spies.js';
 import { rawExchange } from './support/raw-http.js';
 
@@ -157,7 +157,7 @@ describe('answers of the HTTP layer: Host and Content-Length', () => {
   });
 
   // Node's parser refuses these itself (HPE_INVALID_CONTENT_LENGTH, HPE_UNEXPECTED_CONTENT_LENGTH,
-  // HPE_INVALID_TRANSFER_ENCODING): the server's clientError answer, on the bare connection.
+  // HPE_INVALID_TRANSFER_ENCODING): Node's own answer, a bare 400, on the connection it closes.
   describe('a Content-Length that is not one number', () => {
     it.each([
       ['letters', 'Content-Length: abc\r\n'],
@@ -173,7 +173,7 @@ describe('answers of the HTTP layer: Host and Content-Length', () => {
       ['an empty value', 'Content-Length:\r\n'],
       ['past 2^64 - 1', 'Content-Length: 18446744073709551616\r\n'],
       ['beside Transfer-Encoding', 'Content-Length: 5\r\nTransfer-Encoding: chunked\r\n'],
-    ])('is refused by Node with %s: 400, the error body', async (_case, lengths) => {
+    ])('is refused by Node with %s: Node’s bare 400', async (_case, lengths) => {
       const before = await rowCount();
       const raw = await rawExchange(fx.port, [
         {
@@ -182,7 +182,7 @@ describe('answers of the HTTP layer: Host and Content-Length', () => {
             `${lengths}\r\n{"a":1}`,
         },
       ]);
-      expect(raw).toBe(closingAnswer(400, MALFORMED));
+      expect(raw).toBe(nodeRefusal(400));
       expect(await rowCount()).toBe(before);
     });
   });

@@ -1,6 +1,6 @@
 import { PUBLISH } from './support/api.js';
 import { useApp } from './support/app.js';
-import { answer, closingAnswer, head, HISTORY, TIMED_OUT } from './support/http-answers.js';
+import { answer, head, HISTORY, nodeRefusal } from './support/http-answers.js';
 import { rawExchange } from './support/raw-http.js';
 
 const event = JSON.stringify({
@@ -10,7 +10,7 @@ const event = JSON.stringify({
   changedAt: '2024-06-07T15:30:00.000Z',
 });
 
-/** A head or a body that does not arrive in time: 408 with the error body, nothing stored. */
+/** A head or a body that does not arrive in time: Node's bare 408, nothing stored. */
 describe('answers of the HTTP layer: timeouts', () => {
   // Short timeouts, so that the 408s come quickly; the defaults are 10 s and 30 s.
   const fx = useApp({ env: { HTTP_HEADERS_TIMEOUT_MS: '500', HTTP_REQUEST_TIMEOUT_MS: '1000' } });
@@ -20,7 +20,7 @@ describe('answers of the HTTP layer: timeouts', () => {
 
   it('answers 408 to a head that never ends', async () => {
     const raw = await rawExchange(fx.port, [{ send: head(`GET ${HISTORY} HTTP/1.1`) }]);
-    expect(raw).toBe(closingAnswer(408, TIMED_OUT));
+    expect(raw).toBe(nodeRefusal(408));
   });
 
   it('answers 408 to a body that never ends', async () => {
@@ -33,7 +33,7 @@ describe('answers of the HTTP layer: timeouts', () => {
         ),
       },
     ]);
-    expect(raw).toBe(closingAnswer(408, TIMED_OUT));
+    expect(raw).toBe(nodeRefusal(408));
     expect(await rowCount()).toBe(before);
   });
 
@@ -46,6 +46,6 @@ describe('answers of the HTTP layer: timeouts', () => {
       status: 200,
       body: '{"userId":"1","prevnames":[],"code":200}',
     });
-    expect(raw.slice(second)).toBe(closingAnswer(408, TIMED_OUT));
+    expect(raw.slice(second)).toBe(nodeRefusal(408));
   });
 });

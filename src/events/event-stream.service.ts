@@ -35,16 +35,10 @@ import {
   type StreamPacing,
 } from '../name-events/name-event-streams.service.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
-import { TurnCork } from '../platform/turn-cork.js';
 import { EventFrames, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
 import { ListenerAddresses } from './listener-addresses.js';
-import {
-  ListenerBuffer,
-  ListenerStalledError,
-  TurnCounter,
-  type Frame,
-} from './listener-buffer.js';
+import { ListenerBuffer, ListenerStalledError, type Frame } from './listener-buffer.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
 export const TOO_MANY_LISTENERS_MESSAGE = 'Too many listeners on this instance';
@@ -91,8 +85,6 @@ export class EventStreamService implements BeforeApplicationShutdown {
    * comments (one timer per instance, running while anyone listens) and the wave's hand-over.
    */
   private readonly signals: Observable<Frame | typeof HANDOVER>[];
-  private readonly turns = new TurnCounter();
-  private readonly cork = new TurnCork();
   private connected = 0;
   /** Streams being set up: they count against the cap already. */
   private opening = 0;
@@ -209,7 +201,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
     let events = 0;
     let reason: CloseReason = 'client';
     const openedAt = Date.now();
-    const buffer = new ListenerBuffer(req.res!, this.sse.bufferLimitBytes, this.turns, this.cork);
+    const buffer = new ListenerBuffer(req.res!, this.sse.bufferLimitBytes);
     const stream = {
       id: (req as Request & { id?: string }).id ?? requestIdOf(req),
       remoteAddress: req.ip,

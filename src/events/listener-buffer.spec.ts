@@ -2,8 +2,7 @@ import type { MessageEvent } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
 import { Subject } from 'rxjs';
-import { TurnCork } from '../platform/turn-cork.js';
-import { ListenerBuffer, TurnCounter, type Frame } from './listener-buffer.js';
+import { ListenerBuffer, type Frame } from './listener-buffer.js';
 
 /** A response that only says whether it is backed up, and drains when told. */
 class FakeResponse extends EventEmitter {
@@ -27,12 +26,7 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 function subscribed(limitBytes: number) {
   const response = new FakeResponse();
-  const buffer = new ListenerBuffer(
-    response as unknown as Writable,
-    limitBytes,
-    new TurnCounter(),
-    new TurnCork(),
-  );
+  const buffer = new ListenerBuffer(response as unknown as Writable, limitBytes);
   const frames = new Subject<Frame>();
   const seen: string[] = [];
   let completed = false;
@@ -44,38 +38,6 @@ function subscribed(limitBytes: number) {
 }
 
 describe('ListenerBuffer', () => {
-  it("holds the response's socket corked for the turn: the turn's messages go out as one write", async () => {
-    // A socket that records how many chunks each of its writes carried (a writev: several).
-    const writes: number[] = [];
-    const socket = new Writable({
-      write: (_chunk, _encoding, done) => {
-        writes.push(1);
-        done();
-      },
-      writev: (chunks, done) => {
-        writes.push(chunks.length);
-        done();
-      },
-    });
-    const response = Object.assign(new FakeResponse(), { socket });
-    const buffer = new ListenerBuffer(
-      response as unknown as Writable,
-      1_000,
-      new TurnCounter(),
-      new TurnCork(),
-    );
-    const frames = new Subject<Frame>();
-    // Each message written to the socket on its own, as Nest does.
-    frames.pipe(buffer.deliver).subscribe((message) => socket.write(`${message.id}`));
-    frames.next(frame('1'));
-    frames.next(frame('2'));
-    expect(socket.writableCorked).toBe(1);
-    expect(writes).toEqual([]);
-    await nextTurn();
-    expect(socket.writableCorked).toBe(0);
-    expect(writes).toEqual([2]);
-  });
-
   it('passes frames straight on while the response takes writes', () => {
     const { frames, seen } = subscribed(1_000);
     frames.next(frame('1'));
@@ -111,16 +73,6 @@ describe('ListenerBuffer', () => {
     await nextTurn();
     expect(ready).toBe(true);
     expect(buffer.ready()).toBeUndefined();
-  });
-
-  it('hands Nest at most 64 KiB a turn, the rest in the turns after', async () => {
-    const { frames, seen } = subscribed(1024 * 1024);
-    for (let id = 1; id <= 5; id++) frames.next(frame(String(id), 30 * 1024));
-    expect(seen).toEqual(['1', '2']);
-    await nextTurn();
-    expect(seen).toEqual(['1', '2', '3', '4']);
-    await nextTurn();
-    expect(seen).toEqual(['1', '2', '3', '4', '5']);
   });
 
   it('cuts the listener once more than its bound waits, and marks it slow', () => {

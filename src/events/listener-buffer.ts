@@ -1,9 +1,7 @@
 import type { MessageEvent } from '@nestjs/common';
-import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { Observable, type OperatorFunction } from 'rxjs';
 import { Fifo } from '../common/fifo.js';
-import type { TurnCork } from '../platform/turn-cork.js';
 
 /** An SSE message, with the size of its frame on the wire. */
 export interface Frame {
@@ -18,42 +16,16 @@ export class ListenerStalledError extends Error {
   override readonly name = 'ListenerStalledError';
 }
 
-/** Bytes handed to Nest at most in one turn of the event loop; the rest wait here. */
-const BYTES_PER_TURN = 64 * 1024;
-
-/** Counts the event loop's turns, with one `setImmediate` a turn, only while asked. */
-export class TurnCounter {
-  private turn = 0;
-  private ticking = false;
-
-  get current(): number {
-    if (!this.ticking) {
-      this.ticking = true;
-      setImmediate(() => {
-        this.turn++;
-        this.ticking = false;
-      });
-    }
-    return this.turn;
-  }
-}
-
 /**
- * What waits for one listener, bounded by the service itself in bytes (SSE_BUFFER_LIMIT_BYTES).
- *
- * Messages go on to Nest's SSE writer while the response takes writes, up to BYTES_PER_TURN a
- * turn. While the response is backed up (the client is not reading) they wait here, counted
- * as they go on the wire, and go on as it drains. More than `limitBytes` waiting: the listener
- * is cut (its connection dropped; it can reconnect and replay). So Nest never holds more than
- * one turn's messages (its own `maxPendingDataLength`, counted in characters, is never
- * reached), and no listener holds more than its bound and one turn's messages.
+ * The one bound on what waits for a listener (SSE_BUFFER_LIMIT_BYTES), in bytes as they go on
+ * the wire. Messages go straight on to Nest's `@Sse()` writer while the response takes writes;
+ * while it is backed up (the client is not reading) they wait here, and go on when it drains.
+ * More than `limitBytes` waiting: the listener is cut (its connection dropped; it can
+ * reconnect and replay).
  */
 export class ListenerBuffer {
   private readonly waiting = new Fifo<Frame>();
   private waitingBytes = 0;
-  private turn = -1;
-  private givenThisTurn = 0;
-  private releasing = false;
   private watchingDrain = false;
   private readonly drained = new Set<() => void>();
   /** Hands a frame to Nest: set while the stream is subscribed. */
@@ -62,24 +34,17 @@ export class ListenerBuffer {
   slow = false;
 
   constructor(
-    /** The listener's response (its socket, when it has one, is held a turn at a time). */
-    private readonly response: Writable & { readonly socket?: Socket | null },
+    private readonly response: Writable,
     private readonly limitBytes: number,
-    private readonly turns: TurnCounter,
-    /** Holds the response's socket a turn at a time, so a turn's messages go out as one write. */
-    private readonly cork: TurnCork,
   ) {}
 
   /** Frames in, messages out to Nest, at the pace the response takes them. */
   readonly deliver: OperatorFunction<Frame, MessageEvent> = (frames) =>
     new Observable<MessageEvent>((subscriber) => {
-      const give = (frame: Frame): void => {
-        this.givenThisTurn += frame.bytes;
-        if (this.response.socket) this.cork.hold(this.response.socket);
+      this.give = (frame) => {
         subscriber.next(frame.message);
         if (frame.last) subscriber.complete();
       };
-      this.give = give;
       const subscription = frames.subscribe({
         next: (frame) => this.accept(frame),
         error: (error: unknown) => subscriber.error(error),
@@ -102,15 +67,7 @@ export class ListenerBuffer {
   ready(): Promise<void> | undefined {
     if (!this.give || !this.backedUp()) return undefined;
     return new Promise<void>((resolve) => {
-      const check = () => {
-        if (this.give && this.backedUp()) {
-          this.watchDrain();
-          return;
-        }
-        this.drained.delete(check);
-        resolve();
-      };
-      this.drained.add(check);
+      this.drained.add(resolve);
       this.watchDrain();
     });
   }
@@ -132,75 +89,46 @@ export class ListenerBuffer {
     this.response.destroy();
   }
 
-  /** While only the response is backed up (release() wakes the waiters otherwise). */
-  private watchDrain(): void {
-    if (this.watchingDrain || this.waitingBytes > 0) return;
-    this.watchingDrain = true;
-    this.response.once('drain', () => {
-      this.watchingDrain = false;
-      this.wakeWaiters();
-    });
-  }
-
-  private accept(frame: Frame): void {
-    if (!this.give) return;
-    if (frame.last && this.backedUp()) {
-      // Stopping: a client that is not reading would hold its response open until it reads
-      // everything queued for it. Dropped instead; it resumes from its last id.
-      this.response.destroy();
-      return;
-    }
-    if (this.waitingBytes === 0 && this.mayGive(frame.bytes)) {
-      this.give(frame);
-      return;
-    }
-    this.waiting.push(frame);
-    this.waitingBytes += frame.bytes;
-    if (this.waitingBytes > this.limitBytes) {
-      this.cut();
-      return;
-    }
-    this.scheduleRelease();
-  }
-
   /** Whether frames wait here, or the response is backed up. */
   backedUp(): boolean {
     return this.waitingBytes > 0 || this.response.writableNeedDrain;
   }
 
-  private mayGive(bytes: number): boolean {
-    if (this.response.writableNeedDrain) return false;
-    const turn = this.turns.current;
-    if (turn !== this.turn) {
-      this.turn = turn;
-      this.givenThisTurn = 0;
-    }
-    return this.givenThisTurn === 0 || this.givenThisTurn + bytes <= BYTES_PER_TURN;
-  }
-
-  private scheduleRelease(): void {
-    if (this.releasing) return;
-    this.releasing = true;
-    const release = () => {
-      this.releasing = false;
-      this.release();
-    };
-    if (this.response.writableNeedDrain) this.response.once('drain', release);
-    else setImmediate(release);
-  }
-
-  private release(): void {
-    for (let frame = this.waiting.peek(); frame && this.give; frame = this.waiting.peek()) {
-      if (!this.mayGive(frame.bytes)) break;
-      this.waiting.shift();
-      this.waitingBytes -= frame.bytes;
+  private accept(frame: Frame): void {
+    if (!this.give) return;
+    if (!this.backedUp()) {
       this.give(frame);
+      return;
     }
-    if (this.waiting.length > 0 && this.give) this.scheduleRelease();
-    this.wakeWaiters();
+    if (frame.last) {
+      // Stopping: a client that is not reading would hold its response open until it reads
+      // everything queued for it. Dropped instead; it resumes from its last id.
+      this.response.destroy();
+      return;
+    }
+    this.waiting.push(frame);
+    this.waitingBytes += frame.bytes;
+    if (this.waitingBytes > this.limitBytes) this.cut();
+    else this.watchDrain();
+  }
+
+  /** One 'drain' listener at a time: on it, everything waiting goes on to Nest, in order. */
+  private watchDrain(): void {
+    if (this.watchingDrain) return;
+    this.watchingDrain = true;
+    this.response.once('drain', () => {
+      this.watchingDrain = false;
+      for (let frame = this.waiting.shift(); frame && this.give; frame = this.waiting.shift()) {
+        this.waitingBytes -= frame.bytes;
+        this.give(frame);
+      }
+      this.wakeWaiters();
+    });
   }
 
   private wakeWaiters(): void {
-    for (const check of [...this.drained]) check();
+    const waiters = [...this.drained];
+    this.drained.clear();
+    for (const resolve of waiters) resolve();
   }
 }

@@ -1,9 +1,7 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { answerClientErrors } from './client-errors.js';
-import { answerExpectations } from './expect-continue.js';
-import { endWithJson } from './http-answers.js';
+import { deferContinue } from './json-body.js';
 import { checkRequestLine } from './request-line.js';
 
 export interface HttpLayerSettings {
@@ -14,27 +12,25 @@ export interface HttpLayerSettings {
 }
 
 /**
- * The error contract for every answer Node's HTTP layer would give by itself, with a bare
- * status and an empty body: a request its parser refuses (invalid bytes, an oversized head,
- * a malformed request line, an HTTP major version other than 1), a request that times out
- * (408), an `Expect` other than `100-continue` (417), a `CONNECT` (which Node answers by
- * closing the connection), and an HTTP/1.1 request without Host; and what Node lets through
- * but RFC 9112 refuses, a request with more than one Host (which Node reads as the first).
- * Here each gets `{message, code}`. Only public `http.Server` events and settings are used.
+ * Node's HTTP server as this service runs it. What Node refuses by itself (a request its
+ * parser refuses, an oversized head, a timeout, an `Expect` other than `100-continue`) gets
+ * Node's own answer, a bare 400, 413, 417, 431 or 408. Here: the timeouts, `100 Continue`
+ * only once the body is wanted, an answer to `CONNECT` (Node would close the connection
+ * without a word) and the request-line checks for what Node lets through.
  */
-export function answerHttpLayerWithJson(
-  app: NestExpressApplication,
-  settings: HttpLayerSettings,
-): void {
+export function configureHttpLayer(app: NestExpressApplication, settings: HttpLayerSettings): void {
   const server: Server = app.getHttpServer();
   server.headersTimeout = settings.headersTimeoutMs;
   server.requestTimeout = settings.requestTimeoutMs;
-  answerClientErrors(server);
-  answerExpectations(server);
-  // Not a proxy. Node would close the connection without a word.
+  deferContinue(server);
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => socket.destroy());
-    endWithJson(socket, 404, `Cannot CONNECT ${req.url ?? ''}`);
+    const body = JSON.stringify({ message: `Cannot CONNECT ${req.url ?? ''}`, code: 404 });
+    socket.end(
+      'HTTP/1.1 404 Not Found\r\nContent-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      () => socket.destroy(),
+    );
   });
   app.use(checkRequestLine);
 }

@@ -1,4 +1,4 @@
-import express, { raw, type ErrorRequestHandler, type RequestHandler } from 'express';
+import express, { json, type ErrorRequestHandler, type RequestHandler } from 'express';
 import { createServer, type IncomingMessage } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { refuseAnnouncedBodyOverLimit } from './json-body.js';
@@ -50,7 +50,7 @@ async function exchange(handlers: RequestHandler[]) {
 
 describe('refuseAnnouncedBodyOverLimit', () => {
   it('is needed: body-parser refuses a body over the limit by its Content-Length only once it has read all of it', async () => {
-    const { received, completeWhenAnswered } = await exchange([raw({ limit: LIMIT, type: '*/*' })]);
+    const { received, completeWhenAnswered } = await exchange([json({ limit: LIMIT })]);
     expect(received.startsWith('HTTP/1.1 413 ')).toBe(true);
     expect(completeWhenAnswered).toBe(true);
   });
@@ -58,7 +58,7 @@ describe('refuseAnnouncedBodyOverLimit', () => {
   it('answers 413 on the head alone, before a byte of the body, and closes the connection', async () => {
     const { received, completeWhenAnswered } = await exchange([
       refuseAnnouncedBodyOverLimit(LIMIT),
-      raw({ limit: LIMIT, type: '*/*' }),
+      json({ limit: LIMIT }),
     ]);
     expect(received.startsWith('HTTP/1.1 413 Payload Too Large\r\n')).toBe(true);
     expect(received).toContain('\r\nConnection: close\r\n');

@@ -1,37 +1,58 @@
-import { raw, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { json, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import {
   BODY_TOO_LARGE_MESSAGE,
   UNSUPPORTED_CHARSET_MESSAGE,
   UNSUPPORTED_MEDIA_TYPE_MESSAGE,
 } from '../common/http-exception.filter.js';
-import { carriesBody, continueWhenBodyIsWanted } from './expect-continue.js';
-import { sendJson } from './http-answers.js';
+
+/** Requests that asked for `100 Continue` and have not had it yet. */
+const awaitingContinue = new WeakSet<IncomingMessage>();
 
 /**
- * Request bodies, in place of Express's json() parser: a body must say it is JSON (else 415),
- * declare no charset but utf-8 (else 415, before it is read), stay within the limit (413:
- * before it is read when its Content-Length says so; body-parser's when chunked), and is
- * decoded as UTF-8 whatever its header says (bytes that are not UTF-8 are a 400).
- * body-parser's json() decodes in the charset a request declares (iconv-lite: utf-16,
- * latin1…), which RFC 8259 leaves no room for; its errors are the ones the error filter
- * knows (`entity.parse.failed`, `entity.too.large`).
+ * Request bodies: Express's json() parser, behind two checks on the headers alone. A body
+ * must say it is JSON and declare no charset but utf-8 (else 415): json() would decode one
+ * declared `utf-7` or `utf-16` in that charset (iconv-lite), which RFC 8259 leaves no room
+ * for; bytes that are not UTF-8 are a 400. A body whose Content-Length is over the limit is
+ * a 413 before it is read (refuseAnnouncedBodyOverLimit). `100 Continue` comes only then.
  */
 export function jsonBodies(bodyLimitBytes: number): RequestHandler[] {
   return [
     requireJsonContentType,
     refuseAnnouncedBodyOverLimit(bodyLimitBytes),
     continueWhenBodyIsWanted,
-    // The bytes as they came, never decoded in a declared charset: JSON here is UTF-8.
-    raw({ limit: bodyLimitBytes, type: 'application/json', verify: rejectInvalidUtf8 }),
-    parseJsonBody,
+    // Not strict: a body that is JSON but no object is left to validation to name.
+    json({ limit: bodyLimitBytes, strict: false, verify: rejectInvalidUtf8 }),
   ];
 }
 
 /**
- * A request that carries a body must say it is JSON, and JSON here is UTF-8 (RFC 8259): any
- * other type, or a charset other than utf-8 declared anywhere in the header, is a 415.
+ * `100 Continue` waits until the body is wanted (continueWhenBodyIsWanted), where Node sends
+ * it before the application sees the request: a body refused on its headers (415, 413) is
+ * answered at once and never sent. (Node closes the connection after a final answer that
+ * had no `100 Continue`, as the body may still follow.)
  */
+export function deferContinue(server: Server): void {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    awaitingContinue.add(req);
+    server.emit('request', req, res);
+  });
+}
+
+function continueWhenBodyIsWanted(req: Request, res: Response, next: NextFunction): void {
+  if (awaitingContinue.delete(req) && carriesBody(req)) res.writeContinue();
+  next();
+}
+
+/** Whether a request announces a body (a chunked one, or a non-zero Content-Length). */
+function carriesBody(req: IncomingMessage): boolean {
+  return (
+    req.headers['transfer-encoding'] !== undefined ||
+    (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0')
+  );
+}
+
 function requireJsonContentType(req: Request, res: Response, next: NextFunction): void {
   if (!carriesBody(req)) {
     next();
@@ -49,20 +70,20 @@ function requireJsonContentType(req: Request, res: Response, next: NextFunction)
 }
 
 /**
- * A body whose Content-Length is over the limit is refused as soon as the headers are in, with
- * or without `Expect: 100-continue`, and the connection closed after the answer: its body is
- * never read. (body-parser refuses it on the same header, but only once it has read the whole
- * body, bounded by the request timeout alone, to keep the connection.) Node's parser lets only
- * digits through (a sign, a fraction, a list, a second Content-Length line or one beside
- * Transfer-Encoding are its 400s), so the value is a number here. The length counts the bytes
- * sent, compressed or not (body-parser's limit counts them decoded as well). A chunked body
- * has no length to judge: body-parser's 413 refuses it.
+ * A body whose Content-Length is over the limit is refused as soon as the headers are in, and
+ * the connection closed after the answer: its body is never read. (body-parser refuses it on
+ * the same header, but only once it has read the whole body, to keep the connection.) Node's
+ * parser lets only digits through, so the value is a number here. A chunked body has no
+ * length to judge: body-parser's 413 refuses it at the limit.
  */
 export function refuseAnnouncedBodyOverLimit(bodyLimitBytes: number) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const length = req.headers['content-length'];
     if (length !== undefined && Number(length) > bodyLimitBytes) {
-      sendJson(res, 413, BODY_TOO_LARGE_MESSAGE, true);
+      res
+        .set('Connection', 'close')
+        .status(413)
+        .json({ message: BODY_TOO_LARGE_MESSAGE, code: 413 });
       return;
     }
     next();
@@ -86,29 +107,6 @@ export function declaredCharsets(contentType: string): string[] {
       const unquoted = /^"(.*)"$/s.exec(value)?.[1]?.replace(/\\(.)/gs, '$1') ?? value;
       return [unquoted.toLowerCase()];
     });
-}
-
-/**
- * The JSON text of a body read by `raw()`, decoded as UTF-8 whatever the request says (a
- * leading byte order mark is ignored, as RFC 8259 allows). An empty body is an empty object,
- * left to validation to refuse, as Express's json() parser did.
- */
-function parseJsonBody(req: Request, _res: Response, next: NextFunction): void {
-  const body: unknown = req.body;
-  if (!Buffer.isBuffer(body)) {
-    next();
-    return;
-  }
-  const text = body.toString('utf8');
-  try {
-    const parsed: unknown =
-      text.length === 0 ? {} : JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-    req.body = parsed;
-  } catch {
-    next(Object.assign(new Error('Invalid JSON'), { status: 400, type: 'entity.parse.failed' }));
-    return;
-  }
-  next();
 }
 
 function rejectInvalidUtf8(_req: unknown, _res: unknown, buffer: Buffer): void {

@@ -1,10 +1,23 @@
 import type pg from 'pg';
 import { JSON_TYPE, PUBLISH } from './api.js';
 import type { AppFixture } from './app.js';
+import { nodeRefusal } from './http-answers.js';
 import { rawRequest } from './raw-http.js';
 
-/** A request no client would send, written byte for byte, and its exact answer. */
-export type HostileCase = [name: string, raw: string | Buffer, status: number, message: string];
+/**
+ * A request no client would send, written byte for byte, and its exact answer: a status and
+ * the error contract's message, or NODE for the bare answer Node's HTTP server gives by
+ * itself to what it refuses before the application sees it.
+ */
+export type HostileCase = [
+  name: string,
+  raw: string | Buffer,
+  status: number,
+  message: string | typeof NODE,
+];
+
+/** The case's answer is Node's own: its status, no body (see nodeRefusal). */
+export const NODE = Symbol('Node’s own answer');
 
 /** A POST to the publish route carrying these bytes as its JSON body. */
 export const postBytes = (bytes: Buffer) =>
@@ -36,7 +49,7 @@ export const request = (line: string, head = '') =>
   `${line}\r\nHost: 127.0.0.1\r\n${head}Connection: close\r\n\r\n`;
 
 /**
- * Each case gets exactly its status and `{message, code}` as JSON, stores nothing and pollutes
+ * Each case gets exactly its status and `{message, code}` as JSON (or Node's own bytes), stores nothing and pollutes
  * no prototype. Call in a describe block's body, after `useApp()`.
  */
 export function itRefusesEachExactly(fx: AppFixture, cases: HostileCase[]): void {
@@ -52,16 +65,26 @@ export function itRefusesEachExactly(fx: AppFixture, cases: HostileCase[]): void
 
   it.each(
     cases.map(
-      ([name, raw, status, message]) => [`${name} → ${status}`, raw, status, message] as const,
+      ([name, raw, status, message]) =>
+        [
+          `${name} → ${status}${message === NODE ? ' (Node’s own)' : ''}`,
+          raw,
+          status,
+          message,
+        ] as const,
     ),
   )('%s', async (_case, raw, status, message) => {
     const before = await rowCount();
     const res = await rawRequest(fx.port, raw);
-    expect({ status: res.status, type: res.headers['content-type'] }).toEqual({
-      status,
-      type: JSON_TYPE,
-    });
-    expect(JSON.parse(res.body)).toEqual({ message, code: status });
+    if (message === NODE) {
+      expect(res.raw.toString('latin1')).toBe(nodeRefusal(status as 400 | 408 | 413 | 431));
+    } else {
+      expect({ status: res.status, type: res.headers['content-type'] }).toEqual({
+        status,
+        type: JSON_TYPE,
+      });
+      expect(JSON.parse(res.body)).toEqual({ message, code: status });
+    }
     expect(await rowCount()).toBe(before);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.prototype).not.toHaveProperty('polluted');

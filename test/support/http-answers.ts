@@ -4,11 +4,8 @@ import { parseResponse } from './raw-http.js';
 /** The answers of the HTTP layer, as the tests of each part of it compare them. */
 
 export const HISTORY = '/api/users/1/prevnames';
-export const HEAD_TOO_LARGE =
-  'Request line and headers exceed the limits (16 KiB, 2000 header fields)';
 export const VERSION = 'HTTP version not supported: use HTTP/1.1';
 export const MALFORMED = 'Malformed HTTP request';
-export const TIMED_OUT = 'Request timed out';
 
 /** The exact bytes of an answer written on a connection that then closes. */
 export function closingAnswer(code: number, message: string): string {
@@ -17,6 +14,14 @@ export function closingAnswer(code: number, message: string): string {
     `HTTP/1.1 ${code} ${STATUS_CODES[code]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   );
+}
+
+/**
+ * The exact bytes of the answer Node's HTTP server gives by itself to a request it refuses
+ * before the application sees it (its parser's 400, 413 and 431, its 408): no body.
+ */
+export function nodeRefusal(code: 400 | 408 | 413 | 431): string {
+  return `HTTP/1.1 ${code} ${STATUS_CODES[code]}\r\nConnection: close\r\n\r\n`;
 }
 
 /** An answer's status line, headers (but Date) and body, to compare with toEqual. */
