@@ -8,6 +8,7 @@ import { OptOutRecordingGuard } from './opt-out.guard.js';
 import { OptOutsRepository } from './opt-outs.repository.js';
 import { retentionConfig } from './privacy.config.js';
 import { PrivacyController } from './privacy.controller.js';
+import { PrivacyMetrics } from './privacy.metrics.js';
 import { PrivacyService } from './privacy.service.js';
 import { RetentionJob } from './retention.job.js';
 import { UserOptOut } from './user-opt-out.entity.js';
@@ -32,6 +33,12 @@ import { UserOptOut } from './user-opt-out.entity.js';
 @Module({
   imports: [DatabaseModule, NameEventsModule, RedisModule],
   controllers: [PrivacyController],
-  providers: [PrivacyService, OptOutsRepository, OptOutRecordingGuard, RetentionJob],
+  providers: [
+    PrivacyService,
+    PrivacyMetrics,
+    OptOutsRepository,
+    OptOutRecordingGuard,
+    RetentionJob,
+  ],
 })
 export class PrivacyModule {}
