@@ -45,13 +45,15 @@ export class RateLimitService {
     try {
       counted = await (await this.limiter(budget)).consume(key);
     } catch (refusal) {
-      if (!(refusal instanceof RateLimiterRes)) {
+      if (refusal instanceof RateLimiterRes) {
+        counted = refusal;
+      } else {
+        // Uncounted: the request passes, with its whole budget left.
         this.logger.warn(
           `Rate limit not applied, Redis unavailable: ${(refusal as Error).message}`,
         );
-        return;
+        counted = new RateLimiterRes(budget.limit, 0);
       }
-      counted = refusal;
     }
     response.setHeader('X-RateLimit-Limit', budget.limit);
     response.setHeader('X-RateLimit-Remaining', counted.remainingPoints);
