@@ -1,6 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
-import { AdminModule } from './admin/admin.module.js';
+import { AuthModule } from './auth/auth.module.js';
 import { loggerOptions, personalLogs } from './common/logger.js';
 import { appConfig } from './config/app.config.js';
 import type { ConfigOf } from './config/config-section.js';
@@ -31,7 +31,7 @@ const FEATURE_MODULES = [
   DatabaseModule,
   CursorsModule,
   RedisModule,
-  AdminModule,
+  AuthModule,
   NameEventsModule,
   HealthModule,
   HistoryModule,

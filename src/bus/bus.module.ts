@@ -1,9 +1,9 @@
 import { Logger, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { MetricsService } from '../metrics/metrics.service.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { RedisModule } from '../redis/redis.module.js';
 import { BusHealthIndicator } from './bus.health.js';
+import { BusMetrics } from './bus.metrics.js';
 import { InProcessNameEventBus } from './in-process-name-event.bus.js';
 import { NameEventBus } from './name-event-bus.js';
 import { RedisNameEventBus } from './redis-name-event.bus.js';
@@ -19,10 +19,11 @@ import { ShardedRedisNameEventBus } from './sharded-redis-name-event.bus.js';
   imports: [TerminusModule, RedisModule],
   providers: [
     BusHealthIndicator,
+    BusMetrics,
     {
       provide: NameEventBus,
-      inject: [RedisConnections, MetricsService],
-      useFactory: (redis: RedisConnections, metrics: MetricsService): NameEventBus => {
+      inject: [RedisConnections, BusMetrics],
+      useFactory: (redis: RedisConnections, metrics: BusMetrics): NameEventBus => {
         const logger = new Logger('BusModule');
         if (!redis.enabled) {
           logger.log('Event bus: in-process (single instance; set REDIS_URL for several)');

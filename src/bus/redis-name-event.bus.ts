@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { withTimeout } from '../common/with-timeout.js';
-import { MetricsService } from '../metrics/metrics.service.js';
+import type { BusMetrics } from './bus.metrics.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { BusUnavailableError } from './name-event-bus.js';
@@ -17,7 +17,7 @@ export class RedisNameEventBus extends RedisPubSubBus implements OnModuleInit {
   private readonly subscriber: Redis;
   private readonly channel: string;
 
-  constructor(redis: RedisConnections, metrics: MetricsService) {
+  constructor(redis: RedisConnections, metrics: BusMetrics) {
     super(metrics, 'RedisNameEventBus');
     this.channel = redis.key('name-events');
     this.publisher = redis.create('publisher') as Redis;

@@ -1,6 +1,6 @@
 import { Logger, OnModuleDestroy } from '@nestjs/common';
 import { Subject } from 'rxjs';
-import { MetricsService } from '../metrics/metrics.service.js';
+import type { BusMetrics } from './bus.metrics.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import {
   BusSubscription,
@@ -36,7 +36,7 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleDes
   private heartbeat?: NodeJS.Timeout;
 
   constructor(
-    private readonly metrics: MetricsService,
+    private readonly metrics: BusMetrics,
     loggerName: string,
   ) {
     super();

@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { withTimeout } from '../common/with-timeout.js';
-import { MetricsService } from '../metrics/metrics.service.js';
+import type { BusMetrics } from './bus.metrics.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import { RedisConnections } from '../redis/redis-connections.js';
 import { BusUnavailableError } from './name-event-bus.js';
@@ -58,7 +58,7 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
 
   constructor(
     private readonly redis: RedisConnections,
-    metrics: MetricsService,
+    metrics: BusMetrics,
   ) {
     super(metrics, 'ShardedRedisNameEventBus');
     this.channel = redis.slotKey('name-events');

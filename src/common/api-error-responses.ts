@@ -13,10 +13,6 @@ const DESCRIPTIONS: Record<number, { description: string; message?: string }> = 
     description: 'Invalid input; the message names the field(s) at fault.',
     message: 'userId must be between 1 and 64 characters long',
   },
-  401: {
-    description: 'PUBLISH_TOKEN is set and the bearer token is missing or wrong.',
-    message: 'Missing or invalid bearer token',
-  },
   403: {
     description: 'The user has opted out of name recording: nothing was stored or broadcast.',
     message: 'The user has opted out: their names are not recorded',

@@ -11,10 +11,10 @@ import {
 } from 'prom-client';
 
 /**
- * The service's Prometheus metrics, in a registry of its own (one per application, so
- * several apps in one process, as in the tests, do not share counters). A module defines its
- * own metrics in its folder with `counter()`, `gauge()` and `histogram()`; those below are
- * the shared ones of the name-event domain and the stream.
+ * The service's Prometheus registry (one per application, so several apps in one process, as
+ * in the tests, do not share counters), and /api/metrics's text. Each module declares its
+ * own metrics in its folder, in a `<feature>.metrics.ts` provider that extends ModuleMetrics
+ * (privacy.metrics.ts). The fields below are those not moved to their module yet.
  * Gauges that reflect state (listeners, dependencies up) are read at scrape time through
  * the collectors registered with `onCollect`.
  */
@@ -54,26 +54,6 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  readonly eventsErased = new Counter({
-    name: 'name_history_events_erased_total',
-    help: "Stored events this instance deleted on request (a user's erasure or opt-out)",
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
-
-  readonly retentionDeleted = new Counter({
-    name: 'name_history_retention_deleted_total',
-    help: 'Stored events this instance deleted as older than RETENTION_DAYS',
-    registers: [this.registry],
-  });
-
-  readonly retentionRuns = new Counter({
-    name: 'name_history_retention_runs_total',
-    help: 'Retention runs due on this instance: completed, skipped (another instance runs it) or failed',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
-
   readonly eventsReplayed = new Counter({
     name: 'name_history_events_replayed_total',
     help: 'Stored events sent to reconnecting listeners (Last-Event-ID replay)',
@@ -90,13 +70,6 @@ export class MetricsService {
     name: 'name_history_publish_duration_seconds',
     help: 'Time to store and broadcast one event (the POST handler and the detector)',
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
-  });
-
-  readonly publishToDelivery = new Histogram({
-    name: 'name_history_publish_to_delivery_seconds',
-    help: 'Time from the start of a publish (any instance) to its delivery to this instance by Redis',
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers: [this.registry],
   });
 
@@ -211,5 +184,34 @@ export class MetricsService {
       this.collectors.map((collect) => new Promise((resolve) => resolve(collect()))),
     );
     return this.registry.metrics();
+  }
+}
+
+/**
+ * A module's metrics, in the application's registry: extend it in `<feature>.metrics.ts`
+ * with one field per metric (`readonly runs = this.counter({...})`), list the class in the
+ * module's providers, and inject it where the metrics are recorded.
+ */
+@Injectable()
+export abstract class ModuleMetrics {
+  constructor(private readonly metrics: MetricsService) {}
+
+  protected counter<L extends string = string>(config: Omit<CounterConfiguration<L>, 'registers'>) {
+    return this.metrics.counter(config);
+  }
+
+  protected gauge<L extends string = string>(config: Omit<GaugeConfiguration<L>, 'registers'>) {
+    return this.metrics.gauge(config);
+  }
+
+  protected histogram<L extends string = string>(
+    config: Omit<HistogramConfiguration<L>, 'registers'>,
+  ) {
+    return this.metrics.histogram(config);
+  }
+
+  /** Runs `collect` before every scrape: for gauges that mirror state kept elsewhere. */
+  onCollect(collect: () => unknown): void {
+    this.metrics.onCollect(collect);
   }
 }

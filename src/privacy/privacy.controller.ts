@@ -1,8 +1,8 @@
-import { applyDecorators, Controller, Delete, Get, Put, UseGuards } from '@nestjs/common';
+import { applyDecorators, Controller, Delete, Get, Put } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
-import { AdminTokenGuard, ApiAdminAuth } from '../admin/admin-token.guard.js';
+import { RequireToken } from '../auth/require-token.decorator.js';
 import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
 import { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
 import { PrivacyService } from './privacy.service.js';
@@ -10,7 +10,6 @@ import { PrivacyService } from './privacy.service.js';
 /** What every administration route may answer besides its 200. */
 function ApiAdministration(method: 'GET' | 'PUT' | 'DELETE', route: 'prevnames' | 'opt-out') {
   return applyDecorators(
-    ApiAdminAuth(),
     ApiResponse({
       status: 404,
       description:
@@ -25,7 +24,7 @@ function ApiAdministration(method: 'GET' | 'PUT' | 'DELETE', route: 'prevnames' 
 
 @ApiTags('privacy')
 @Controller('users')
-@UseGuards(AdminTokenGuard)
+@RequireToken('admin')
 export class PrivacyController {
   constructor(private readonly privacy: PrivacyService) {}
 

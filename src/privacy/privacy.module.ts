@@ -1,6 +1,4 @@
-import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
-import { AdminModule } from '../admin/admin.module.js';
-import { AdminTokenGuard } from '../admin/admin-token.guard.js';
+import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
 import { DatabaseModule } from '../database/database.module.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
@@ -10,6 +8,7 @@ import { OptOutRecordingGuard } from './opt-out.guard.js';
 import { OptOutsRepository } from './opt-outs.repository.js';
 import { retentionConfig } from './privacy.config.js';
 import { PrivacyController } from './privacy.controller.js';
+import { PrivacyMetrics } from './privacy.metrics.js';
 import { PrivacyService } from './privacy.service.js';
 import { RetentionJob } from './retention.job.js';
 import { UserOptOut } from './user-opt-out.entity.js';
@@ -32,14 +31,14 @@ import { UserOptOut } from './user-opt-out.entity.js';
   entities: [UserOptOut],
 })
 @Module({
-  imports: [AdminModule, DatabaseModule, NameEventsModule, RedisModule],
+  imports: [DatabaseModule, NameEventsModule, RedisModule],
   controllers: [PrivacyController],
-  providers: [PrivacyService, OptOutsRepository, OptOutRecordingGuard, RetentionJob],
+  providers: [
+    PrivacyService,
+    PrivacyMetrics,
+    OptOutsRepository,
+    OptOutRecordingGuard,
+    RetentionJob,
+  ],
 })
-export class PrivacyModule implements NestModule {
-  constructor(private readonly admin: AdminTokenGuard) {}
-
-  configure(consumer: MiddlewareConsumer): void {
-    this.admin.hideUnlessEnabled(consumer, PrivacyController);
-  }
-}
+export class PrivacyModule {}

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventsService } from '../name-events/name-events.service.js';
 import { OptOutsRepository } from './opt-outs.repository.js';
 import type { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
+import { PrivacyMetrics } from './privacy.metrics.js';
 
 /**
  * Erasure and opt-out, each logged for the audit trail with the user id and the counts, and
@@ -16,7 +16,7 @@ export class PrivacyService {
   constructor(
     private readonly nameEvents: NameEventsService,
     private readonly optOuts: OptOutsRepository,
-    private readonly metrics: MetricsService,
+    private readonly metrics: PrivacyMetrics,
   ) {}
 
   async eraseNameHistory(userId: string): Promise<ErasureResponseDto> {

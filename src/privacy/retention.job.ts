@@ -5,9 +5,9 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventsService } from '../name-events/name-events.service.js';
 import { retentionConfig } from './privacy.config.js';
+import { PrivacyMetrics } from './privacy.metrics.js';
 import { Leases, type Lease } from '../redis/leases.js';
 
 const DAY_MS = 86_400_000;
@@ -35,7 +35,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
     @InjectConfig(retentionConfig) settings: ConfigOf<typeof retentionConfig>,
     private readonly nameEvents: NameEventsService,
     private readonly leases: Leases,
-    private readonly metrics: MetricsService,
+    private readonly metrics: PrivacyMetrics,
   ) {
     this.days = settings.days;
     this.intervalMs = settings.intervalMs;

@@ -1,24 +1,25 @@
 import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
 import { NO_LISTENERS_MESSAGE } from './publish.errors.js';
+import { RequireToken } from '../auth/require-token.decorator.js';
 import {
   PublishRateLimitGuard,
   RATE_LIMITED_MESSAGE,
 } from '../rate-limit/publish-rate-limit.guard.js';
-import { PublishTokenGuard } from './publish-token.guard.js';
 import { PublishService } from './publish.service.js';
 
 @ApiTags('events')
 @Controller('webhooks/prevnames')
+// A controller's guards run before its routes': every publish counts, a refused token too.
+@UseGuards(PublishRateLimitGuard)
 export class PublishController {
   constructor(private readonly publisher: PublishService) {}
 
   @Post()
   @HttpCode(200)
-  @UseGuards(PublishRateLimitGuard, PublishTokenGuard)
-  @ApiBearerAuth()
+  @RequireToken('publish')
   @ApiOperation({
     summary: 'Publish a name change event',
     description:
@@ -29,15 +30,7 @@ export class PublishController {
     type: PublishResponseDto,
     description: 'Stored, and delivered to every instance that has listeners.',
   })
-  @ApiErrorResponses(
-    400,
-    401,
-    403,
-    413,
-    415,
-    [429, RATE_LIMITED_MESSAGE],
-    [500, NO_LISTENERS_MESSAGE],
-  )
+  @ApiErrorResponses(400, 403, 413, 415, [429, RATE_LIMITED_MESSAGE], [500, NO_LISTENERS_MESSAGE])
   publishNameChange(@Body() body: NameChangeEventDto): Promise<PublishResponseDto> {
     return this.publisher.publishNameChange(body);
   }

@@ -1,34 +1,35 @@
 import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiErrorResponses, ApiRetryLaterResponse } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { SearchQueryDto, SearchResponseDto } from './search.dto.js';
 import { SearchService } from './search.service.js';
+import { RequireToken } from '../auth/require-token.decorator.js';
+import { AuthenticatedAs } from '../auth/token.guard.js';
 import {
   RATE_LIMITED_MESSAGE,
-  SearchCaller,
-  SearchTokenGuard,
+  SearchRateLimitGuard,
   type SearchIdentity,
-} from './search-token.guard.js';
+} from './search-rate-limit.guard.js';
 
 const LINK_DESCRIPTION =
   'RFC 8288 link to the next page, present only while matches remain: `rel="next"`. Following it visits every match exactly once, in order. The target keeps `name`, `type`, `match` and `limit` and adds an opaque `cursor`; the limit may be changed on the way.';
 
 @ApiTags('search')
 @Controller('prevnames')
-@UseGuards(SearchTokenGuard)
+@RequireToken('search')
 export class SearchController {
   constructor(private readonly search: SearchService) {}
 
   @Get()
+  // After the controller's token guard: counted against the token the search came with.
+  @UseGuards(SearchRateLimitGuard)
   @ApiOperation({
     summary: 'Who had this name',
     description:
       'Every recorded previous name equal to `name` ignoring case (Unicode lower case, after NFC normalisation; with `match=prefix`, every one that starts with it), with its user: oldest `changedAt` first, then in the order they were stored. Erased and opted-out users never appear. Paged: follow the `Link` header. Needs SEARCH_TOKEN (or ADMIN_TOKEN); each search is rate limited per token and logged with which token it came with.',
   })
-  @ApiBearerAuth('search')
-  @ApiBearerAuth('admin')
   @ApiOkResponse({
     type: SearchResponseDto,
     description: 'The matches of this page.',
@@ -45,12 +46,6 @@ export class SearchController {
     },
   })
   @ApiResponse({
-    status: 401,
-    description: 'The bearer token is missing, or is neither SEARCH_TOKEN nor ADMIN_TOKEN.',
-    type: ErrorResponseDto,
-    example: { message: 'Missing or invalid bearer token', code: 401 },
-  })
-  @ApiResponse({
     status: 404,
     description:
       'Neither SEARCH_TOKEN nor ADMIN_TOKEN is set: the search is off, and the route answers as an unknown one.',
@@ -65,7 +60,7 @@ export class SearchController {
   @ApiErrorResponses([400, 'name is required'], 500)
   async searchPreviousNames(
     @Query() query: SearchQueryDto,
-    @SearchCaller() caller: SearchIdentity,
+    @AuthenticatedAs() caller: SearchIdentity,
     @Res({ passthrough: true }) res: Response,
   ): Promise<SearchResponseDto> {
     const result = await this.search.searchPreviousNames(query, caller);

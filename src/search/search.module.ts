@@ -1,5 +1,4 @@
-import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
-import { AdminModule } from '../admin/admin.module.js';
+import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
 import { CursorsModule } from '../cursors/cursors.module.js';
 import { DatabaseModule } from '../database/database.module.js';
@@ -10,7 +9,6 @@ import './search-index.js';
 import { SearchController } from './search.controller.js';
 import { SearchRepository } from './search.repository.js';
 import { SearchService } from './search.service.js';
-import { SearchTokenGuard } from './search-token.guard.js';
 
 /**
  * GET /prevnames: who had a given name (off unless SEARCH_TOKEN or ADMIN_TOKEN is set). It
@@ -37,14 +35,8 @@ import { SearchTokenGuard } from './search-token.guard.js';
   migrations: searchMigrations,
 })
 @Module({
-  imports: [AdminModule, CursorsModule, DatabaseModule, RateLimitModule],
+  imports: [CursorsModule, DatabaseModule, RateLimitModule],
   controllers: [SearchController],
-  providers: [SearchService, SearchRepository, SearchTokenGuard],
+  providers: [SearchService, SearchRepository],
 })
-export class SearchModule implements NestModule {
-  constructor(private readonly guard: SearchTokenGuard) {}
-
-  configure(consumer: MiddlewareConsumer): void {
-    this.guard.hideUnlessEnabled(consumer, SearchController);
-  }
-}
+export class SearchModule {}

@@ -10,7 +10,7 @@ import {
   type SearchQueryDto,
   type SearchResponseDto,
 } from './search.dto.js';
-import type { SearchIdentity } from './search-token.guard.js';
+import type { SearchIdentity } from './search-rate-limit.guard.js';
 import { SEARCH_START, SearchRepository } from './search.repository.js';
 
 /** A page of a search, with the cursor of the next one while matches remain. */

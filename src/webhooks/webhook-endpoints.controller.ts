@@ -7,7 +7,6 @@ import {
   HttpCode,
   Param,
   Post,
-  UseGuards,
 } from '@nestjs/common';
 import {
   ApiCreatedResponse,
@@ -17,7 +16,7 @@ import {
   ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
-import { AdminTokenGuard, ApiAdminAuth } from '../admin/admin-token.guard.js';
+import { RequireToken } from '../auth/require-token.decorator.js';
 import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import {
@@ -35,7 +34,6 @@ const PATH = '/api/webhook-endpoints';
 /** What every endpoint route may answer besides its success. */
 function ApiAdministration(method: 'GET' | 'POST' | 'DELETE', path: string, unknownId = false) {
   return applyDecorators(
-    ApiAdminAuth(),
     ApiResponse({
       status: 404,
       description: unknownId
@@ -59,7 +57,7 @@ const ApiEndpointIdParam = () =>
 
 @ApiTags('webhooks')
 @Controller('webhook-endpoints')
-@UseGuards(AdminTokenGuard)
+@RequireToken('admin')
 export class WebhookEndpointsController {
   constructor(private readonly webhooks: WebhookEndpointsService) {}
 

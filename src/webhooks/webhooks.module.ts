@@ -1,6 +1,4 @@
-import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
-import { AdminModule } from '../admin/admin.module.js';
-import { AdminTokenGuard } from '../admin/admin-token.guard.js';
+import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
 import { DatabaseModule } from '../database/database.module.js';
 import { NameEventsModule } from '../name-events/name-events.module.js';
@@ -33,7 +31,7 @@ import { webhooksConfig } from './webhooks.config.js';
   entities: [WebhookEndpoint],
 })
 @Module({
-  imports: [AdminModule, DatabaseModule, NameEventsModule, RedisModule],
+  imports: [DatabaseModule, NameEventsModule, RedisModule],
   controllers: [WebhookEndpointsController],
   providers: [
     WebhookEndpointsService,
@@ -42,10 +40,4 @@ import { webhooksConfig } from './webhooks.config.js';
     WebhookEventsConsumer,
   ],
 })
-export class WebhooksModule implements NestModule {
-  constructor(private readonly admin: AdminTokenGuard) {}
-
-  configure(consumer: MiddlewareConsumer): void {
-    this.admin.hideUnlessEnabled(consumer, WebhookEndpointsController);
-  }
-}
+export class WebhooksModule {}
