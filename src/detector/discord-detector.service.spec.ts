@@ -21,7 +21,6 @@ import { detectorSettings, type DetectorSettings } from './detector.settings.js'
 import { DiscordDetectorService } from './discord-detector.service.js';
 import type { MemberObservation } from './member-observation.js';
 import { MemberListRequester } from './member-list-requester.js';
-import { MemoryRelease } from './memory-release.js';
 import { NameChangeDetector } from './name-change-detector.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
 
@@ -107,12 +106,7 @@ describe('DiscordDetectorService', () => {
         identify: new LocalIdentifyGate(),
         sessions: new MemorySessionStore(),
       },
-      new NameChangeDetector(
-        new Clock(),
-        asOutbox,
-        new MetricsService(),
-        new MemoryRelease(new MetricsService()),
-      ),
+      new NameChangeDetector(new Clock(), asOutbox, new MetricsService()),
       new MemberListRequester(settings, asOutbox),
       asOutbox,
       new MetricsService(),
