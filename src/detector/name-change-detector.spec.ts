@@ -74,9 +74,7 @@ describe('NameChangeDetector on the gateway connections, over the gateway protoc
     gateway = testGateway(discord);
     outbox = new RecordingOutbox();
     const asOutbox = outbox as unknown as DetectorOutbox;
-    stop = new NameChangeDetector(fixedClock, asOutbox, metrics).watch(
-      gateway.gateway,
-    );
+    stop = new NameChangeDetector(fixedClock, asOutbox, metrics).watch(gateway.gateway);
     await gateway.connectAll();
     await until(() => outbox.fullViews.length === 2);
   });
