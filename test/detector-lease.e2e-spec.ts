@@ -1,7 +1,6 @@
 /**
  * A shard's lease across instances: exactly one connects it, and another takes over when it
- * stops, dies or loses the lease; none while an instance of the old version holds the old
- * single lease. One Redis watched with MONITOR, one fake Discord (one shard) per test.
+ * stops, dies or loses the lease. One Redis watched with MONITOR, one fake Discord (one shard) per test.
  * Several shards over several instances: detector-shards.
  */
 import { recordedChanges } from './support/detector.js';
@@ -14,7 +13,6 @@ import {
 } from './support/detector-lease.js';
 import { reconciled } from './support/detector-metrics.js';
 import type { GatewayConnection } from './support/fake-discord.js';
-import { metric } from './support/metrics.js';
 import { waitFor } from './support/ports.js';
 
 describe("a shard's lease across instances (one Redis, one Discord)", () => {
@@ -108,48 +106,5 @@ describe("a shard's lease across instances (one Redis, one Discord)", () => {
     expect(new Set(samples.map((s) => s.identifies))).toEqual(new Set([1]));
     expect(first.closeCode).toBe(4200);
     await lease.running(tokenOf(app));
-  });
-
-  it('runs no shard while an instance of the old version holds the old single lease', async () => {
-    await lease.redis.set(lease.oldKey, 'old-version-instance', 'PX', HELD_BY_THE_TEST_MS);
-    const app = await lease.start();
-    await waitFor('two tries at the old lease', () => {
-      return lease.attempts(tokenOf(app), 0, lease.oldKey) >= 2;
-    });
-    expect(lease.discord.connections).toEqual([]);
-    expect(lease.attempts(tokenOf(app))).toBe(0);
-    // The old instance is gone: this one takes the old lease, then the shard.
-    await lease.redis.del(lease.oldKey);
-    await lease.running(tokenOf(app));
-    expect(await lease.redis.get(lease.oldKey)).toBe(tokenOf(app));
-  });
-
-  it('lets its shard go when an instance of the old version wins the old lease, and takes it back after', async () => {
-    const app = await lease.start();
-    const first = await lease.identified(0);
-    await reconciled(app.url, 1);
-    expect(await lease.redis.get(lease.oldKey)).toBe(tokenOf(app));
-    // As when this version's holder of the old lease died and an old instance took it.
-    await lease.redis.set(lease.oldKey, 'old-version-instance', 'PX', HELD_BY_THE_TEST_MS);
-    await waitFor('the shard let go', () => first.closeCode !== undefined, {
-      timeoutMs: LEASE_MS * 3 + 5_000,
-    });
-    expect(first.closeCode).toBe(4200);
-    expect(
-      await metric(app.url, 'name_history_detector_shard_handovers_total{reason="old_version"}'),
-    ).toBe(1);
-    expect(await lease.redis.get(lease.key)).toBeNull();
-    // Nothing more while the old instance holds it.
-    const from = lease.commandCount;
-    await waitFor(
-      'two tries at the old lease',
-      () => lease.attempts(tokenOf(app), from, lease.oldKey) >= 2,
-    );
-    expect(lease.attempts(tokenOf(app), from)).toBe(0);
-    expect(lease.discord.connections.filter((c) => c.closeCode === undefined)).toEqual([]);
-    // The old instance is gone: the shard's session is resumed.
-    await lease.redis.del(lease.oldKey);
-    await lease.running(tokenOf(app));
-    expect(lease.discord.identifies).toHaveLength(1);
   });
 });

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
 import { DrainLoop } from '../common/drain-loop.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
@@ -6,7 +7,6 @@ import type { KnownNamesRepository } from '../name-events/known-names.repository
 import type { NameEventsService } from '../name-events/name-events.service.js';
 import type { PublishOutcome } from '../name-events/name-event.types.js';
 import type { DetectorSettings } from './detector.settings.js';
-import { InterruptibleDelay } from './interruptible-delay.js';
 import type { ShardProgressRepository } from './shard-progress.repository.js';
 import type { MemberObservation } from './member-observation.js';
 import { compareWithKnown, observedMembers, type Comparison } from './name-change-rules.js';
@@ -42,8 +42,8 @@ export class CompareLane {
   readonly queues: ObservationQueues;
   /** The size of the batch under way, by the queue it came from. */
   inFlight = { live: 0, reconciling: 0 };
-  private stopped = false;
-  private readonly delay = new InterruptibleDelay();
+  /** Aborted at `stop()`: ends a retry's wait at once. */
+  private readonly stopping = new AbortController();
   private readonly loop = new DrainLoop<ObservationBatch>(
     () => this.queues.take(this.context.settings.batchSize),
     (next) => this.compareAndPublish(next),
@@ -79,8 +79,7 @@ export class CompareLane {
 
   /** Stops retrying; resolves once the batch under way (if any) is done. */
   stop(): Promise<void> {
-    this.stopped = true;
-    this.delay.interrupt();
+    this.stopping.abort();
     return this.loop.stop();
   }
 
@@ -109,7 +108,7 @@ export class CompareLane {
     // Set once a comparison has committed but its broadcast failed: only the broadcast is left.
     let committed: Comparison | undefined;
     let failures = 0;
-    while (!this.stopped) {
+    while (!this.stopping.signal.aborted) {
       let comparison: Comparison | undefined;
       try {
         const outcomes = await nameEvents.publishDetected(this.partitions, async () => {
@@ -143,7 +142,7 @@ export class CompareLane {
             `${(error as Error).name}: ${(error as Error).message}` +
             (committed ? `: ${committed.changes.map(show).join(', ')}` : ''),
         );
-        await this.delay.wait(wait);
+        await delay(wait, undefined, { signal: this.stopping.signal }).catch(() => undefined);
       }
     }
     return false;

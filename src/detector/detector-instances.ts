@@ -2,31 +2,21 @@ import type { RedisClient } from '../redis/redis-connections.js';
 import { once } from 'node:events';
 import { withTimeout } from '../common/with-timeout.js';
 
-/** What an instance running the detector says of itself in its heartbeat. */
-export interface InstanceAnnouncement {
-  /** Shards it runs now. */
-  held: number;
-  /** It holds the old single detector lease, keeping instances of the old version away. */
-  fence: boolean;
-}
-
-export interface LiveInstance extends InstanceAnnouncement {
+export interface LiveInstance {
   token: string;
+  /** Shards it runs now, as its last heartbeat said. */
+  held: number;
   /** How long it has been announcing itself (ms). */
   ageMs: number;
 }
 
 /**
  * The instances that run the detector, as they announce themselves: each heartbeat says
- * what this instance holds and answers with every instance alive (its own entry included).
+ * how many shards this instance holds and answers with every instance alive (its own entry included).
  * An entry not renewed within its ttl is gone: the instance died.
  */
 export interface DetectorInstances {
-  heartbeat(
-    token: string,
-    announcement: InstanceAnnouncement,
-    ttlMs: number,
-  ): Promise<LiveInstance[]>;
+  heartbeat(token: string, held: number, ttlMs: number): Promise<LiveInstance[]>;
   /** Leaves at once (shutdown): the others count without it from their next heartbeat. */
   leave(token: string): Promise<void>;
 }
@@ -35,8 +25,8 @@ export interface DetectorInstances {
 export class LocalDetectorInstances implements DetectorInstances {
   private readonly startedAt = Date.now();
 
-  heartbeat(token: string, announcement: InstanceAnnouncement): Promise<LiveInstance[]> {
-    return Promise.resolve([{ token, ...announcement, ageMs: Date.now() - this.startedAt }]);
+  heartbeat(token: string, held: number): Promise<LiveInstance[]> {
+    return Promise.resolve([{ token, held, ageMs: Date.now() - this.startedAt }]);
   }
 
   leave(): Promise<void> {
@@ -44,14 +34,14 @@ export class LocalDetectorInstances implements DetectorInstances {
   }
 }
 
-// One hash: field token → "<expires at> <joined at> <held> <fence>", times from Redis's
+// One hash: field token → "<expires at> <joined at> <held>", times from Redis's
 // clock (no skew between instances). Expired entries are removed as they are read.
 const HEARTBEAT = `local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local old = redis.call('hget', KEYS[1], ARGV[1])
 local joined = now
 if old then joined = tonumber(string.match(old, '^%d+ (%d+)')) end
-redis.call('hset', KEYS[1], ARGV[1], (now + tonumber(ARGV[2])) .. ' ' .. joined .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+redis.call('hset', KEYS[1], ARGV[1], (now + tonumber(ARGV[2])) .. ' ' .. joined .. ' ' .. ARGV[3])
 redis.call('pexpire', KEYS[1], tonumber(ARGV[2]) * 10)
 local all = redis.call('hgetall', KEYS[1])
 local live = {now}
@@ -74,27 +64,18 @@ export class RedisDetectorInstances implements DetectorInstances {
     private readonly key: string,
   ) {}
 
-  async heartbeat(
-    token: string,
-    { held, fence }: InstanceAnnouncement,
-    ttlMs: number,
-  ): Promise<LiveInstance[]> {
+  async heartbeat(token: string, held: number, ttlMs: number): Promise<LiveInstance[]> {
     // Commands fail at once while the connection is not ready (no offline queue).
     if (this.redis.status !== 'ready') await withTimeout(once(this.redis, 'ready'), ttlMs);
-    const reply = (await this.redis.eval(
-      HEARTBEAT,
-      1,
-      this.key,
-      token,
-      ttlMs,
-      held,
-      fence ? 1 : 0,
-    )) as [number, ...string[]];
+    const reply = (await this.redis.eval(HEARTBEAT, 1, this.key, token, ttlMs, held)) as [
+      number,
+      ...string[],
+    ];
     const [now, ...fields] = reply;
     const live: LiveInstance[] = [];
     for (let i = 0; i < fields.length; i += 2) {
-      const [, joinedAt, heldBy, fenced] = fields[i + 1].split(' ').map(Number);
-      live.push({ token: fields[i], held: heldBy, fence: fenced === 1, ageMs: now - joinedAt });
+      const [, joinedAt, heldBy] = fields[i + 1].split(' ').map(Number);
+      live.push({ token: fields[i], held: heldBy, ageMs: now - joinedAt });
     }
     return live;
   }

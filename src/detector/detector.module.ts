@@ -11,7 +11,6 @@ import { DETECTOR_COORDINATION, detectorCoordination } from './detector-coordina
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './detector.settings.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
-import { MemoryRelease } from './memory-release.js';
 import { MemberListRequester } from './member-list-requester.js';
 import { detectorMigrations } from './migrations/index.js';
 import { NameChangeDetector } from './name-change-detector.js';
@@ -45,7 +44,6 @@ import { ShardProgressRepository } from './shard-progress.repository.js';
     Clock,
     ShardProgressRepository,
     DetectorOutbox,
-    MemoryRelease,
     NameChangeDetector,
     MemberListRequester,
     DiscordDetectorService,

@@ -21,7 +21,6 @@ import { detectorSettings, type DetectorSettings } from './detector.settings.js'
 import { DiscordDetectorService } from './discord-detector.service.js';
 import type { MemberObservation } from './member-observation.js';
 import { MemberListRequester } from './member-list-requester.js';
-import { MemoryRelease } from './memory-release.js';
 import { NameChangeDetector } from './name-change-detector.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
 
@@ -107,12 +106,7 @@ describe('DiscordDetectorService', () => {
         identify: new LocalIdentifyGate(),
         sessions: new MemorySessionStore(),
       },
-      new NameChangeDetector(
-        new Clock(),
-        asOutbox,
-        new MetricsService(),
-        new MemoryRelease(new MetricsService()),
-      ),
+      new NameChangeDetector(new Clock(), asOutbox, new MetricsService()),
       new MemberListRequester(settings, asOutbox),
       asOutbox,
       new MetricsService(),
@@ -154,7 +148,7 @@ describe('DiscordDetectorService', () => {
 
   it('logs in, says as which bot, detects, and closes the connection resumable on shutdown', async () => {
     await start({ guilds: [{ id: GUILD, members: [apiMember(ALICE, { nick: 'Ali' })] }] });
-    await until(() => logs.length === 7);
+    await until(() => logs.length === 6);
     expect(logs.slice(0, 3)).toEqual([
       'Discord detector: on (single instance, leases in memory)',
       'Discord detector: logging in to the gateway',
@@ -162,7 +156,6 @@ describe('DiscordDetectorService', () => {
     ]);
     expect(logs.slice(3).sort()).toEqual([
       'Discord detector: shard 0 of 1 on as prevnames-bot (900000000000000001), watching 1 server(s)',
-      'Holding detector: no instance of the old version runs a shard',
       expect.stringMatching(
         new RegExp(
           `^Reconciled server ${GUILD}: compared 1 member\\(s\\) with their last known names in \\d+ ms; 0 change\\(s\\) recorded$`,

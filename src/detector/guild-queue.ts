@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
 import { DrainLoop } from '../common/drain-loop.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import type { DetectorSettings } from './detector.settings.js';
-import { InterruptibleDelay } from './interruptible-delay.js';
 
 /** Past the gateway's `retry_after`, so the next request lands after the window. */
 const RATE_LIMIT_MARGIN_MS = 250;
@@ -77,9 +77,9 @@ export class GuildQueue {
   private readonly again = new Set<string>();
   /** The shard's servers that are available now (ids only). */
   private readonly availableGuilds = new Set<string>();
-  private stopped = false;
   private current?: MemberListAnswer;
-  private readonly delay = new InterruptibleDelay();
+  /** Aborted at `stop()`: ends a wait between requests at once. */
+  private readonly stopping = new AbortController();
   private readonly loop = new DrainLoop<string>(
     () => this.queue[0],
     (guildId) => this.request(guildId),
@@ -100,18 +100,21 @@ export class GuildQueue {
   }
 
   add(guildId: string): void {
-    if (this.stopped) return;
+    if (this.stopping.signal.aborted) return;
     if (this.loop.running && this.queue[0] === guildId) this.again.add(guildId);
     else if (!this.queue.includes(guildId)) this.queue.push(guildId);
     this.loop.kick();
   }
 
   stop(): void {
-    this.stopped = true;
     this.queue.length = 0;
-    this.delay.interrupt();
+    this.stopping.abort();
     this.current?.fail(new Error('stopped'));
     void this.loop.stop();
+  }
+
+  private wait(ms: number): Promise<void> {
+    return delay(ms, undefined, { signal: this.stopping.signal }).catch(() => undefined);
   }
 
   private done(guildId: string): void {
@@ -124,7 +127,7 @@ export class GuildQueue {
     let failures = 0;
     for (;;) {
       await this.outbox.whenReconcilingBelow(this.settings.reconcileBacklogLimit);
-      if (this.stopped) return;
+      if (this.stopping.signal.aborted) return;
       if (!this.availableGuilds.has(guildId)) return this.done(guildId);
       // Whatever asked for this server before now is answered by this request.
       this.again.delete(guildId);
@@ -136,12 +139,12 @@ export class GuildQueue {
         this.logger.log(`Received the ${members} members of server ${guildId}`);
         return this.done(guildId);
       } catch (error) {
-        if (this.stopped) return;
+        if (this.stopping.signal.aborted) return;
         if (error instanceof RateLimited) {
           this.logger.log(
             `Member request for server ${guildId} rate-limited; asking again in ${error.retryAfterMs} ms`,
           );
-          await this.delay.wait(error.retryAfterMs + RATE_LIMIT_MARGIN_MS);
+          await this.wait(error.retryAfterMs + RATE_LIMIT_MARGIN_MS);
           continue;
         }
         failures += 1;
@@ -152,7 +155,7 @@ export class GuildQueue {
           );
           return this.done(guildId);
         }
-        await this.delay.wait(FAILED_FETCH_DELAY_MS * failures);
+        await this.wait(FAILED_FETCH_DELAY_MS * failures);
       } finally {
         this.current = undefined;
       }

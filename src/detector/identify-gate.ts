@@ -16,13 +16,17 @@ export const DAY_MS = 86_400_000;
 export const DEFAULT_DAILY_TOTAL = 1_000;
 /** Below this many session starts left today, each identify is logged as a warning. */
 const LOW_BUDGET = 100;
+/** How soon a turn the store could not answer is asked for again. */
+const STORE_RETRY_MS = 1_000;
 
 /**
  * When a shard may IDENTIFY (start a new session): Discord allows one per 5 s per bucket
  * (`shard_id % max_concurrency`) and `session_start_limit.remaining` per day. A RESUME needs
  * no turn. `waitForIdentify` resolves once the shard may identify now (its turn counted), and
- * rejects when `signal` aborts first; `identified` holds the bucket's window again from the
- * shard's READY. `configure` gives it each login's limits.
+ * rejects only when `signal` aborts first: a store that cannot answer (Redis down) is asked
+ * again, since @discordjs/ws takes any other rejection for a failed throttle, reconnects, and
+ * then sends the IDENTIFY all the same (a second one, without a turn). `identified` holds the
+ * bucket's window again from the shard's READY. `configure` gives it each login's limits.
  */
 export abstract class IdentifyGate {
   protected readonly logger = new Logger('DiscordDetector');
@@ -42,7 +46,12 @@ export abstract class IdentifyGate {
     const bucket = shardId % Math.max(1, this.limit.max_concurrency);
     let warned = false;
     for (;;) {
-      const turn = await this.tryTurn(bucket);
+      const turn = await this.tryTurn(bucket).catch((error: Error) => {
+        this.logger.warn(
+          `Discord detector: could not take shard ${shardId}'s identify turn: ${error.message}`,
+        );
+        return { granted: false, waitMs: STORE_RETRY_MS, budgetSpent: false } as const;
+      });
       if (turn.granted) {
         if (turn.left < LOW_BUDGET) {
           this.logger.warn(

@@ -7,7 +7,6 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import type { Clock } from './clock.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import type { MemberObservation } from './member-observation.js';
-import { MemoryRelease } from './memory-release.js';
 import { NameChangeDetector } from './name-change-detector.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
 
@@ -75,9 +74,7 @@ describe('NameChangeDetector on the gateway connections, over the gateway protoc
     gateway = testGateway(discord);
     outbox = new RecordingOutbox();
     const asOutbox = outbox as unknown as DetectorOutbox;
-    stop = new NameChangeDetector(fixedClock, asOutbox, metrics, new MemoryRelease(metrics)).watch(
-      gateway.gateway,
-    );
+    stop = new NameChangeDetector(fixedClock, asOutbox, metrics).watch(gateway.gateway);
     await gateway.connectAll();
     await until(() => outbox.fullViews.length === 2);
   });

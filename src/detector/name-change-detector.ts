@@ -11,7 +11,6 @@ import { Clock } from './clock.js';
 import type { DiscordGateway } from './discord-gateway.js';
 import type { DispatchContext, Hold } from './shard-connection.js';
 import { DetectorOutbox } from './detector-outbox.js';
-import { MemoryRelease } from './memory-release.js';
 import { observeMember, type MemberObservation } from './member-observation.js';
 import { ReconciliationRun } from './reconciliation-run.js';
 
@@ -42,18 +41,11 @@ export class NameChangeDetector {
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
     private readonly metrics: MetricsService,
-    private readonly memory: MemoryRelease,
   ) {}
 
   /** Starts watching the gateway's dispatches; returns the function that stops. */
   watch(gateway: DiscordGateway): () => void {
-    const watcher = new DispatchWatcher(
-      this.clock,
-      this.outbox,
-      this.logger,
-      this.metrics,
-      this.memory,
-    );
+    const watcher = new DispatchWatcher(this.clock, this.outbox, this.logger, this.metrics);
     return gateway.onDispatch((packet, shardId, context) => {
       const { replayed } = context;
       watcher.botUserId ??= gateway.botUserId;
@@ -78,7 +70,6 @@ class DispatchWatcher {
     private readonly outbox: DetectorOutbox,
     private readonly logger: Logger,
     private readonly metrics: MetricsService,
-    private readonly memory: MemoryRelease,
   ) {}
 
   /**
@@ -150,8 +141,6 @@ class DispatchWatcher {
         `Reconciled server ${guildId}: compared ${done.members} member(s) with their last ` +
           `known names in ${Math.round(ms)} ms; ${done.changes} change(s) recorded`,
       );
-      this.memory.reconciled(done.members);
-      if (this.runs.size === 0) this.memory.idle();
     });
     this.runs.set(guildId, run);
     return run;

@@ -1,17 +1,14 @@
 import { Logger } from '@nestjs/common';
 import type { MetricsService } from '../metrics/metrics.service.js';
-import { LeaseCompetition } from '../redis/lease-competition.js';
 import type { Lease, Leases } from '../redis/leases.js';
 import type { DetectorInstances } from './detector-instances.js';
 import type { DiscordGateway } from './discord-gateway.js';
 import { planShards } from './shard-plan.js';
 
-/** The lease of the detector before shards were spread: held, it keeps old instances away. */
-export const OLD_DETECTOR_LEASE = 'detector';
 export const shardLease = (shardId: number) => `detector-shard:${shardId}`;
 
 /** Why a shard is let go of, as counted in the metrics. */
-type Handover = 'rebalance' | 'stop' | 'lost' | 'failed' | 'old_version';
+type Handover = 'rebalance' | 'stop' | 'lost' | 'failed';
 
 /**
  * Which shards this instance runs: a lease per shard (the shared `Leases`), and a heartbeat
@@ -20,29 +17,15 @@ type Handover = 'rebalance' | 'stop' | 'lost' | 'failed' | 'old_version';
  * and its lease released only once its connection is closed (a handover closes it keeping
  * the session resumable, for the next holder to resume): a shard is never connected twice.
  * A lease lost (not renewed in time) stops its shard at once.
- *
- * Rolling upgrade: instances of the version before this one run every shard under the one
- * lease `detector`. Instances of this version compete for that lease too, and take shards
- * only while one of them holds it: while an old instance holds it, they take none. Should
- * the holder of this version die while an old instance still runs, the old one may win it
- * when it expires: held by no live instance of this version for two leases, it is an old
- * one's, and every shard here is let go of (a holder of this version says so at once). The
- * old instance and these may overlap for that long, during an upgrade only.
  */
 export class ShardHolder {
   private readonly logger = new Logger('DiscordDetector');
   private readonly held = new Map<number, Lease>();
-  private readonly fence: LeaseCompetition;
   private timer?: NodeJS.Timeout;
   private tick: Promise<void> = Promise.resolve();
-  private beating = false;
-  /** A heartbeat was asked for while one was under way. */
-  private again = false;
   private running = false;
   private cooldownUntil = 0;
   private live = 0;
-  /** Since when the old lease has been held by no live instance of this version. */
-  private unclaimedSince?: number;
 
   constructor(
     private readonly gateway: DiscordGateway,
@@ -51,15 +34,7 @@ export class ShardHolder {
     private readonly token: string,
     private readonly leaseMs: number,
     private readonly metrics: MetricsService,
-  ) {
-    this.fence = new LeaseCompetition(leases, OLD_DETECTOR_LEASE, leaseMs, {
-      acquired: (lease) => {
-        this.logger.log(`Holding ${lease.name}: no instance of the old version runs a shard`);
-        // Said at once: the others take a lease held by none of them for an old instance's.
-        this.heartbeatNow();
-      },
-    });
-  }
+  ) {}
 
   private get everyMs(): number {
     return Math.max(100, Math.min(2_000, Math.floor(this.leaseMs / 3)));
@@ -76,7 +51,6 @@ export class ShardHolder {
 
   start(): void {
     this.running = true;
-    this.fence.start();
     this.schedule(0);
   }
 
@@ -89,46 +63,22 @@ export class ShardHolder {
     await this.instances.leave(this.token).catch((error: Error) => {
       this.logger.warn(`Could not leave the detector instances: ${error.message}`);
     });
-    await this.fence.stop();
   }
 
   private schedule(ms: number): void {
     clearTimeout(this.timer);
     if (!this.running) return;
     this.timer = setTimeout(() => {
-      this.beating = true;
       this.tick = this.heartbeat()
         .catch((error: Error) => this.logger.warn(`Detector heartbeat failed: ${error.message}`))
-        .finally(() => {
-          this.beating = false;
-          this.schedule(this.again ? 0 : this.everyMs);
-          this.again = false;
-        });
+        .finally(() => this.schedule(this.everyMs));
     }, ms);
   }
 
-  /** The next heartbeat now, or just after the one under way (never two at once). */
-  private heartbeatNow(): void {
-    if (this.beating) this.again = true;
-    else this.schedule(0);
-  }
-
   private async heartbeat(): Promise<void> {
-    const live = await this.instances.heartbeat(
-      this.token,
-      { held: this.held.size, fence: this.fence.holding },
-      this.leaseMs,
-    );
+    const live = await this.instances.heartbeat(this.token, this.held.size, this.leaseMs);
     this.live = live.length;
     if (!this.running) return;
-    if (this.oldVersionRunning(live.some((i) => i.fence))) {
-      if (this.held.size === 0) return;
-      this.logger.warn(
-        `An instance of the old version holds the lease ${OLD_DETECTOR_LEASE}: letting every shard go`,
-      );
-      await Promise.all(this.shardIds.map((id) => this.letGo(id, 'old_version', true)));
-      return;
-    }
     const self = live.find((i) => i.token === this.token);
     const plan = planShards({
       shardCount: this.gateway.shardCount,
@@ -149,22 +99,7 @@ export class ShardHolder {
     }
     // Not before a second heartbeat, so instances that start together see each other.
     if (plan.take === 0 || (self?.ageMs ?? 0) < this.everyMs) return;
-    if (!live.some((i) => i.fence)) return;
     await this.takeFree(plan.take);
-  }
-
-  /**
-   * Whether an instance of the old version runs the shards: the old lease held, and by no live
-   * instance of this version (`claimed`) for two leases. One of this version that died would
-   * have lost it within one, and the one that took it after would have said so at once.
-   */
-  private oldVersionRunning(claimed: boolean): boolean {
-    if (claimed || !this.fence.heldElsewhere) {
-      this.unclaimedSince = undefined;
-      return false;
-    }
-    this.unclaimedSince ??= Date.now();
-    return Date.now() - this.unclaimedSince >= 2 * this.leaseMs;
   }
 
   /** Tries the shards not held here, from a place of its own, until `count` are taken. */

@@ -6,7 +6,6 @@ const SETTLE = 1_000;
 const at = (token: string, held: number, ageMs = 60_000): LiveInstance => ({
   token,
   held,
-  fence: false,
   ageMs,
 });
 

@@ -56,7 +56,7 @@ export function planShards(input: ShardPlanInput): ShardPlan {
 }
 
 function selfEntry({ self, held }: ShardPlanInput): LiveInstance {
-  return { token: self, held, fence: false, ageMs: 0 };
+  return { token: self, held, ageMs: 0 };
 }
 
 /** The token of the instance holding the most shards (the smallest token among equals). */

@@ -147,7 +147,7 @@ export class MetricsService {
 
   readonly detectorHandovers = new Counter({
     name: 'name_history_detector_shard_handovers_total',
-    help: 'Shards this instance let go of: to even out the shards over the instances (rebalance), at shutdown (stop), because its lease was lost (lost), because it could not be started (failed), or because an instance of the old version runs the shards (old_version)',
+    help: 'Shards this instance let go of: to even out the shards over the instances (rebalance), at shutdown (stop), because its lease was lost (lost), or because it could not be started (failed)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

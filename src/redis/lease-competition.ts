@@ -5,17 +5,14 @@ import type { Lease, LeaseHolder, Leases } from './leases.js';
  * Competes for one lease for as long as it runs: takes it whenever it is free (trying again
  * just after the holder's would expire, and every third of the lease meanwhile), tells the
  * holder, and after a loss competes again. For work that must run on exactly one instance
- * for as long as the service runs (the detector, a webhook endpoint's deliveries, a consumer).
+ * for as long as the service runs (a webhook endpoint's deliveries, a consumer).
  */
 export class LeaseCompetition {
   private readonly logger = new Logger('Leases');
   private timer?: NodeJS.Timeout;
   private held?: Lease;
-  private foundHeld = false;
   private stopped = false;
   private attempt: Promise<void> = Promise.resolve();
-  /** No attempt before this time (ms since the epoch): set by `yield`. */
-  private resumeAt = 0;
   /** Resolves on `stop()`: an attempt waiting for the store (Redis down) gives up then. */
   private readonly stopping: Promise<void>;
   private stopNow: () => void = () => undefined;
@@ -34,22 +31,8 @@ export class LeaseCompetition {
     return this.held !== undefined && !this.held.signal.aborted;
   }
 
-  /** Whether the last attempt found the lease held by another instance. */
-  get heldElsewhere(): boolean {
-    return this.foundHeld;
-  }
-
   start(): void {
     this.schedule(0);
-  }
-
-  /** Gives the lease up (if held) and stays out of the competition for `ms`. */
-  async yield(ms: number): Promise<void> {
-    clearTimeout(this.timer);
-    await this.attempt;
-    await this.releaseHeld();
-    this.resumeAt = Date.now() + ms;
-    this.schedule(ms);
   }
 
   /** Stops competing, and releases the lease if held. */
@@ -74,12 +57,8 @@ export class LeaseCompetition {
     try {
       // Not past a stop: with Redis down at shutdown the store never becomes available.
       await Promise.race([this.leases.whenAvailable(), this.stopping]);
-      if (this.stopped || Date.now() < this.resumeAt) {
-        this.schedule(Math.max(0, this.resumeAt - Date.now()));
-        return;
-      }
+      if (this.stopped) return;
       const attempt = await this.leases.tryAcquire(this.name, this.ttlMs);
-      this.foundHeld = !attempt.lease;
       if (!attempt.lease) {
         // Just after the holder's lease would expire, and now and then meanwhile.
         this.schedule(Math.min(attempt.heldForMs + 1, retryMs));

@@ -36,7 +36,6 @@ export function useLeaseContest() {
   let discord: FakeDiscord;
   let prefix: string;
   let key: string;
-  let oldKey: string;
   /** Every command on the lease keys since the test began. */
   let commands: string[][] = [];
   const apps: TestApp[] = [];
@@ -47,7 +46,7 @@ export function useLeaseContest() {
     redis = new Redis(server.url);
     monitor = await redis.monitor();
     monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args.includes(key) || args.includes(oldKey)) {
+      if (args.includes(key)) {
         commands.push([args[0].toLowerCase(), ...args.slice(1)]);
       }
     });
@@ -56,7 +55,6 @@ export function useLeaseContest() {
   beforeEach(async () => {
     prefix = uniqueRedisPrefix();
     key = `{${prefix}:lease}:detector-shard:0`;
-    oldKey = `{${prefix}:lease}:detector`;
     commands = [];
     discord = await FakeDiscord.start({
       guilds: [{ id: GUILD_A, members: [apiMember(ALICE, { nick: 'Ali' })] }],
@@ -94,10 +92,6 @@ export function useLeaseContest() {
     get key() {
       return key;
     },
-    /** The one lease of the detector's version before shards were spread. */
-    get oldKey() {
-      return oldKey;
-    },
     /** How many commands on the key Redis ran since the test began. */
     get commandCount() {
       return commands.length;
@@ -131,10 +125,10 @@ export function useLeaseContest() {
         { timeoutMs, intervalMs: 10 },
       ),
     /** Tries (the `SET key token NX` script) sent by the instance of `token` from command `from` on. */
-    attempts: (token: string, from = 0, on = key) =>
+    attempts: (token: string, from = 0) =>
       commands
         .slice(from)
-        .filter(([name, , , k, value]) => name === 'eval' && k === on && value === token)
+        .filter(([name, , , k, value]) => name === 'eval' && k === key && value === token)
         .filter(([, script]) => script.includes("'NX'")).length,
     /**
      * Renewals (the compare-and-expire script) sent by the instance of `token`: one script
