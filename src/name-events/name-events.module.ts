@@ -18,6 +18,7 @@ import { NameEventLocks } from './name-event-locks.js';
 import { NameEventStreams } from './name-event-streams.service.js';
 import { NameEventsService } from './name-events.service.js';
 import { NameHistoryRepository } from './name-history.repository.js';
+import { NameSearchRepository } from './name-search.repository.js';
 import { RecordingGuards } from './recording-guards.service.js';
 
 /**
@@ -26,6 +27,7 @@ import { RecordingGuards } from './recording-guards.service.js';
  *   broadcast in id order; erasure and retention; who must not be recorded.
  * - NameEventStreams: a listener's stream (replay, then live, no gap).
  * - NameHistoryRepository: users' histories.
+ * - NameSearchRepository: who had a name (the search module's query).
  * - KnownNamesRepository: the detector's last known names.
  * - RecordingGuards: where a module registers who must not be recorded.
  * - `@NameEventConsumer` (consumers/): a durable consumer of the event log, run by
@@ -42,6 +44,7 @@ import { RecordingGuards } from './recording-guards.service.js';
   providers: [
     NameChangeEventRepository,
     NameHistoryRepository,
+    NameSearchRepository,
     KnownNamesRepository,
     NameEventLocks,
     RecordingGuards,
@@ -54,6 +57,7 @@ import { RecordingGuards } from './recording-guards.service.js';
     NameEventsService,
     NameEventStreams,
     NameHistoryRepository,
+    NameSearchRepository,
     KnownNamesRepository,
     RecordingGuards,
   ],

@@ -2,20 +2,20 @@ import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common
 import { AdminModule } from '../admin/admin.module.js';
 import { Owns } from '../config/owns.decorator.js';
 import { CursorsModule } from '../cursors/cursors.module.js';
-import { DatabaseModule } from '../database/database.module.js';
+import { NameEventsModule } from '../name-events/name-events.module.js';
 import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { searchMigrations } from './migrations/index.js';
 import { searchConfig } from './search.config.js';
 import './search-index.js';
 import { SearchController } from './search.controller.js';
-import { SearchRepository } from './search.repository.js';
 import { SearchService } from './search.service.js';
 import { SearchTokenGuard } from './search-token.guard.js';
 
 /**
- * GET /prevnames: who had a given name (off unless SEARCH_TOKEN or ADMIN_TOKEN is set). It
- * reads the events table's own rows through an expression index of its own migration, so
- * what the domain deletes (erasure, opt-out, retention) is gone from the search at once.
+ * GET /prevnames: who had a given name (off unless SEARCH_TOKEN or ADMIN_TOKEN is set), read
+ * through the domain's NameSearchRepository (over the expression index of this module's
+ * migration, applied before the query moved), so what the domain deletes (erasure, opt-out,
+ * retention) is gone from the search at once.
  * Offers nothing to other modules.
  */
 @Owns({
@@ -37,9 +37,9 @@ import { SearchTokenGuard } from './search-token.guard.js';
   migrations: searchMigrations,
 })
 @Module({
-  imports: [AdminModule, CursorsModule, DatabaseModule, RateLimitModule],
+  imports: [AdminModule, CursorsModule, NameEventsModule, RateLimitModule],
   controllers: [SearchController],
-  providers: [SearchService, SearchRepository, SearchTokenGuard],
+  providers: [SearchService, SearchTokenGuard],
 })
 export class SearchModule implements NestModule {
   constructor(private readonly guard: SearchTokenGuard) {}

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { SqlService } from '../database/sql.service.js';
-import type { NameType } from '../name-events/name-event.types.js';
-import type { SearchPosition } from './search-cursor.js';
-import type { SearchMatch } from './search.dto.js';
+import type { StoredPosition } from '../common/opaque-cursor.js';
+import type { NameType } from './name-event.types.js';
+import { UTC_ISO } from './name-change-event.repository.js';
 
 /**
- * The indexed form of a name (see the migration's index): NFC, then the database's Unicode
+ * The indexed form of a name (see the search module's migration, which built the index): NFC, then the database's Unicode
  * lower case. The query's name goes through the same expression in Postgres, never through
  * JavaScript's `toLowerCase`, which lowers a few letters otherwise ('İ').
  */
@@ -15,8 +15,10 @@ const QUERY_KEY = 'lower(normalize($1::text, NFC))';
 const QUERY_PREFIX = `replace(replace(replace(${QUERY_KEY}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
 
 // Unqualified: `changed_at` is the events' column wherever these appear.
-const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** A place in a search's order, (changedAt, id): the stored time to the microsecond, the id. */
+export type SearchPosition = StoredPosition;
 
 /** Before every stored event. */
 export const SEARCH_START: SearchPosition = { at: '-infinity', id: '0' };
@@ -24,7 +26,8 @@ export const SEARCH_START: SearchPosition = { at: '-infinity', id: '0' };
 export interface SearchCriteria {
   name: string;
   type?: NameType;
-  match: SearchMatch;
+  /** The whole name, or a prefix of it. */
+  match: 'exact' | 'prefix';
   /** Only matches after this position. */
   after: SearchPosition;
   limit: number;
@@ -46,12 +49,13 @@ export interface SearchPage {
 }
 
 /**
- * The name search's reads of the events table (its own data, through the expression index
- * of this module's migration). Erased and opted-out users' rows are deleted from the table,
- * and with them their index entries: nothing here needs to know about them.
+ * Who had a name: the events table read by name, in (changedAt, id) order, through the
+ * expression index the search module's migration built. Erased and opted-out users' rows are
+ * deleted from the table, and with them their index entries: nothing here needs to know
+ * about them.
  */
 @Injectable()
-export class SearchRepository {
+export class NameSearchRepository {
   constructor(private readonly sql: SqlService) {}
 
   /** The matches after a position, in (changedAt, id) order; one row past the limit tells whether more remain. */
