@@ -49,11 +49,6 @@ export class AppDataSource extends DataSource {
     return dataSource;
   }
 
-  /** The embedded PGlite, whose socket server speaks less of the protocol (no COPY FROM STDIN). */
-  get isEmbedded(): boolean {
-    return this.embedded !== undefined;
-  }
-
   /** True once connected and migrated: the schema is there to be queried. */
   get isReady(): boolean {
     return this.isInitialized && this.migrated;

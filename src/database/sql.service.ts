@@ -6,14 +6,10 @@ import {
   type ClientBase,
   type QueryConfig,
   type QueryResultRow,
-  type Submittable,
 } from 'pg';
 import { DataSource } from 'typeorm';
-import { AppDataSource } from './app-data-source.js';
-import { CopyIn } from './copy-in.js';
 
-// Parameter formats for the statements of every repository.
-export { copyText } from './copy-in.js';
+// The parameter format of the statements that send thousands of values.
 export { textArray } from './text-array.js';
 
 /** The database could not be reached, or failed a statement it should not have. */
@@ -64,30 +60,6 @@ export class SqlService {
     const session = this.current.getStore();
     if (session) return run(session.client, config);
     return this.withConnection((client) => run(client, config));
-  }
-
-  /**
-   * Whether `copyIn` may be used: not on the embedded PGlite, whose socket server loses the
-   * protocol's thread at a CopyData.
-   */
-  get copySupported(): boolean {
-    return !(this.dataSource instanceof AppDataSource && this.dataSource.isEmbedded);
-  }
-
-  /**
-   * One `COPY … FROM STDIN` of `data` (COPY's text format: copyText), joining the unit of
-   * work it runs in like any statement. Only where `copySupported`.
-   */
-  copyIn(statement: string, data: Buffer): Promise<void> {
-    const copy = (client: ClientBase) =>
-      storage(() => {
-        const query = new CopyIn(statement, data);
-        client.query(query as unknown as Submittable);
-        return query.done;
-      });
-    const session = this.current.getStore();
-    if (session) return copy(session.client);
-    return this.withConnection(copy);
   }
 
   /**
