@@ -1,5 +1,7 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
+import { DatabaseSessions } from '../database/database-sessions.service.js';
 import { userPartitionOf } from './name-event.types.js';
 
 /**
@@ -18,20 +20,24 @@ export const PARTITION_LOCK_CLASS = 1885823856;
 
 /**
  * The name-event domain's ordering protocol, as locks: what runs under them runs on one
- * session (SqlService), and every repository's statement inside joins it. Events are stored
- * and broadcast under the publish lock, one publish at a time across all instances, so that
- * ids reach the broker, and every consumer of the table, in increasing order.
+ * session (DatabaseSessions), and every repository's statement and transaction inside
+ * joins it. Events are stored and broadcast under the publish lock, one publish at a time
+ * across all instances, so that ids reach the broker, and every consumer of the table, in
+ * increasing order.
  */
 @Injectable()
 export class NameEventLocks {
-  constructor(private readonly sql: SqlService) {}
+  constructor(
+    private readonly sessions: DatabaseSessions,
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
 
   /**
    * Runs `work` on one session while it holds the publish lock (a session lock: it outlives
    * the commits inside). A session whose unlock failed is closed rather than pooled again.
    */
   underPublishLock<T>(work: () => Promise<T>): Promise<T> {
-    return this.sql.session(async () => {
+    return this.sessions.run(async () => {
       await this.lockPublish();
       try {
         return await work();
@@ -48,10 +54,10 @@ export class NameEventLocks {
    * or after it.
    */
   underUserLocks<T>(userId: string, work: () => Promise<T>): Promise<T> {
-    return this.sql.session(async () => {
+    return this.sessions.run(async () => {
       let locked = false;
       try {
-        return await this.sql.transaction(async () => {
+        return await this.txHost.withTransaction(async () => {
           await this.lockPartitions([userPartitionOf(userId)]);
           await this.lockPublish();
           locked = true;
@@ -78,10 +84,10 @@ export class NameEventLocks {
     store: (changes: C[]) => Promise<S[]>,
     broadcast: (stored: S[]) => Promise<R>,
   ): Promise<R | undefined> {
-    return this.sql.session(async () => {
+    return this.sessions.run(async () => {
       let locked = false;
       try {
-        const stored = await this.sql.transaction(async () => {
+        const stored = await this.txHost.withTransaction(async () => {
           await this.lockPartitions(partitions);
           const changes = await detect();
           if (changes.length === 0) return [];
@@ -98,19 +104,19 @@ export class NameEventLocks {
 
   /** Until the transaction ends; one lock after the other, in increasing order, as everywhere. */
   private async lockPartitions(partitions: readonly number[]): Promise<void> {
-    await this.sql.query('SELECT pg_advisory_xact_lock($1, p) FROM unnest($2::int[]) p', [
+    await this.txHost.tx.query('SELECT pg_advisory_xact_lock($1, p) FROM unnest($2::int[]) p', [
       PARTITION_LOCK_CLASS,
       [...new Set(partitions)].sort((a, b) => a - b),
     ]);
   }
 
   private async lockPublish(): Promise<void> {
-    await this.sql.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]);
+    await this.txHost.tx.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]);
   }
 
   private async unlockPublish(): Promise<void> {
-    await this.sql
+    await this.txHost.tx
       .query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY])
-      .catch(() => this.sql.discardSession());
+      .catch(() => this.sessions.close());
   }
 }

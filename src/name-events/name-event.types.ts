@@ -48,7 +48,7 @@ export function userPartitionOf(userId: string): number {
   return (hash >>> 0) % USER_PARTITIONS;
 }
 
-export { StorageUnavailableError } from '../database/sql.service.js';
+export { StorageUnavailableError } from '../database/database.types.js';
 
 /** A publish for a user a RecordingGuard refuses (who opted out): nothing was stored or broadcast. */
 export class RecordingRefusedError extends Error {

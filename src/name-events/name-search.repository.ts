@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
 import type { StoredPosition } from '../common/opaque-cursor.js';
 import type { NameType } from './name-event.types.js';
 import { UTC_ISO } from './name-change-event.repository.js';
@@ -56,7 +57,7 @@ export interface SearchPage {
  */
 @Injectable()
 export class NameSearchRepository {
-  constructor(private readonly sql: SqlService) {}
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /** The matches after a position, in (changedAt, id) order; one row past the limit tells whether more remain. */
   async findMatches(criteria: SearchCriteria): Promise<SearchPage> {
@@ -74,14 +75,12 @@ export class NameSearchRepository {
 
   /**
    * An exact search: one statement of its own (nothing of another request's search shares
-   * it), named, so planned once per connection; the index gives its matches in answer order,
-   * from its cursor on.
+   * it); the index gives its matches in answer order, from its cursor on.
    */
   private findExact(criteria: SearchCriteria): Promise<MatchRow[]> {
     // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
-    return this.sql.query<MatchRow>({
-      name: 'search-exact',
-      text: `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
+    return this.txHost.tx.query<MatchRow[]>(
+      `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
                     ${UTC_ISO_MICROS} AS at, id::text AS id
                FROM name_change_events
               WHERE ${SEARCH_KEY} = ${QUERY_KEY}
@@ -89,18 +88,12 @@ export class NameSearchRepository {
                 AND ($4::text IS NULL OR type = $4::text)
               ORDER BY changed_at, name_change_events.id
               LIMIT $5`,
-      values: [
-        criteria.name,
-        criteria.after.at,
-        criteria.after.id,
-        criteria.type ?? null,
-        criteria.limit,
-      ],
-    });
+      [criteria.name, criteria.after.at, criteria.after.id, criteria.type ?? null, criteria.limit],
+    );
   }
 
   /**
-   * A prefix: unnamed, planned with the values bound, so that Postgres turns the LIKE
+   * A prefix: planned with the values bound, so that Postgres turns the LIKE
    * pattern's literal prefix into a range of the index; the matches are gathered first
    * (MATERIALIZED), then sorted. Left to itself the planner may walk the whole table in
    * changed_at order instead, filtering on the name, when it overestimates how many names
@@ -108,8 +101,8 @@ export class NameSearchRepository {
    */
   private findByPrefix(criteria: SearchCriteria): Promise<MatchRow[]> {
     const typed = criteria.type !== undefined;
-    return this.sql.query<MatchRow>({
-      text: `WITH matches AS MATERIALIZED (
+    return this.txHost.tx.query<MatchRow[]>(
+      `WITH matches AS MATERIALIZED (
                SELECT user_id, type, name, changed_at, id FROM name_change_events
                 WHERE ${SEARCH_KEY} LIKE ${QUERY_PREFIX}
                   AND (changed_at, id) > ($2::timestamptz, $3::bigint)
@@ -120,13 +113,13 @@ export class NameSearchRepository {
                FROM matches
               ORDER BY matches.changed_at, matches.id
               LIMIT $4`,
-      values: [
+      [
         criteria.name,
         criteria.after.at,
         criteria.after.id,
         criteria.limit,
         ...(typed ? [criteria.type] : []),
       ],
-    });
+    );
   }
 }
