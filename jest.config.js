@@ -10,6 +10,7 @@ const typescript = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },
+  setupFiles: ['<rootDir>/test/support/jest-preload.mjs'],
 };
 
 /** @type {import('jest').Config} */

@@ -1,13 +1,13 @@
 /**
  * The detector's comparisons side by side (DETECTOR_COMPARE_CONCURRENCY): each holds the
  * partition locks of the users it compares, so users of another partition go on while one
- * waits, and an exclusive hold of the detect lock (what removes a user's data takes, and
- * what every comparison took before partitions) keeps them all away. The locks are held by
- * a test session here, as another instance would hold them.
+ * waits, and an erasure of a user (which holds that user's partition lock) keeps the
+ * comparisons of that user away. The locks are held by a test session here, as another
+ * instance would hold them.
  */
 import type { APIUser } from 'discord.js';
 import pg from 'pg';
-import { DETECT_LOCK_KEY, PARTITION_LOCK_CLASS } from '../src/name-events/name-event-locks.js';
+import { PARTITION_LOCK_CLASS } from '../src/name-events/name-event-locks.js';
 import { userPartitionOf } from '../src/name-events/name-event.types.js';
 import { changesOf, changesOfOnceStored, joinedEach, newUser } from './support/detector.js';
 import { GUILD_A, twoServers, useDetectorApp } from './support/detector-app.js';
@@ -64,20 +64,25 @@ describe('comparisons side by side, under partition locks (Postgres, Redis)', ()
     ]);
   });
 
-  it('compares nothing while the detect lock is held exclusively, then each change once', async () => {
+  it("compares nothing of users whose erasures hold their partitions' locks, then each change once", async () => {
     const first = userOfLane('first', 0);
     const second = userOfLane('second', 1);
     await joinedEach(discord, fx.db, first, { [GUILD_A]: null });
     await joinedEach(discord, fx.db, second, { [GUILD_A]: null });
-    await other.query('SELECT pg_advisory_lock($1)', [DETECT_LOCK_KEY]);
+    const partitions = [userPartitionOf(first.id), userPartitionOf(second.id)];
+    for (const partition of partitions) {
+      await other.query('SELECT pg_advisory_lock($1, $2)', [PARTITION_LOCK_CLASS, partition]);
+    }
     renamed(first, 'first2');
     renamed(second, 'second2');
     await waitFor(
-      'both lanes waiting on the detect lock',
+      'both lanes waiting on a partition lock',
       async () => (await fx.db.sessionsWaitingOnLock(true)) === 2,
     );
     expect(await changesOf(fx.db, [first, second])).toEqual([]);
-    await other.query('SELECT pg_advisory_unlock($1)', [DETECT_LOCK_KEY]);
+    for (const partition of partitions) {
+      await other.query('SELECT pg_advisory_unlock($1, $2)', [PARTITION_LOCK_CLASS, partition]);
+    }
     expect(await changesOfOnceStored(fx.db, [first, second], 2)).toEqual([
       { userId: first.id, type: 'username', name: 'first' },
       { userId: second.id, type: 'username', name: 'second' },

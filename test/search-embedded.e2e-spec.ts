@@ -1,4 +1,4 @@
-import { SqlService } from '../src/database/sql.service.js';
+import { DataSource } from 'typeorm';
 import { nameEvent } from './support/events.js';
 import { matchOf, searchQuery, useSearchApp } from './support/search.js';
 
@@ -8,8 +8,8 @@ describe('the name search on the embedded database', () => {
 
   it('built the index (CONCURRENTLY, outside a transaction) and it is valid', async () => {
     const rows = await fx.app
-      .get(SqlService)
-      .query<{ valid: boolean }>(
+      .get(DataSource)
+      .query<{ valid: boolean }[]>(
         `SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = 'name_change_events_search_idx'::regclass`,
       );
     expect(rows).toEqual([{ valid: true }]);

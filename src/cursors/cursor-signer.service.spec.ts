@@ -1,12 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { StorageUnavailableError, type SqlService } from '../database/sql.service.js';
+import type { DataSource } from 'typeorm';
+import { StorageUnavailableError } from '../database/database.types.js';
 import { CursorSigner } from './cursor-signer.service.js';
 
 const SCOPE = 'prevnames-cursor\0u1';
 const FIELDS = ['next', '2024-01-01T12:00:00.000000Z', '42'];
 
-/** The key table, as SqlService would answer it: each read takes the next answer given. */
+/** The key table, as the data source would answer it: each read takes the next answer given. */
 class KeyTable {
   reads = 0;
   constructor(private readonly answers: (() => unknown)[]) {}
@@ -17,8 +18,7 @@ class KeyTable {
       await Promise.resolve();
       return answer();
     },
-    detached: <T>(work: () => T) => work(),
-  } as unknown as SqlService;
+  } as unknown as DataSource;
 }
 
 const keyed = (key: Buffer = randomBytes(32)) => {

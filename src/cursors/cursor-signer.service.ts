@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { SqlService, StorageUnavailableError } from '../database/sql.service.js';
+import { DataSource } from 'typeorm';
+import { StorageUnavailableError } from '../database/database.types.js';
 
 /** Base64url characters of a cursor's signature: the first 128 bits of its HMAC-SHA256. */
 const SIGNATURE_LENGTH = 22;
@@ -24,7 +26,7 @@ const KEY_MIN_BYTES = 32;
 export class CursorSigner {
   private key?: Promise<Buffer>;
 
-  constructor(private readonly sql: SqlService) {}
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /** The cursor of `fields` in `scope`. */
   async sign(scope: string, fields: readonly unknown[]): Promise<string> {
@@ -54,8 +56,8 @@ export class CursorSigner {
   /** The key, read once; a failed read is forgotten, so the next use tries again. */
   private secret(): Promise<Buffer> {
     if (this.key) return this.key;
-    // Detached: the read serves every caller to come, not the unit of work of the first.
-    const key = this.sql.detached(() => this.load());
+    // On the data source, outside any transaction: the read serves every caller to come.
+    const key = this.load();
     this.key = key;
     key.catch(() => {
       if (this.key === key) this.key = undefined;
@@ -66,7 +68,9 @@ export class CursorSigner {
   private async load(): Promise<Buffer> {
     let rows: { key: Buffer }[];
     try {
-      rows = await this.sql.query<{ key: Buffer }>('SELECT key FROM cursor_keys WHERE id = 1');
+      rows = await this.dataSource.query<{ key: Buffer }[]>(
+        'SELECT key FROM cursor_keys WHERE id = 1',
+      );
     } catch (error) {
       if (error instanceof StorageUnavailableError) throw error;
       throw new StorageUnavailableError((error as Error).message);

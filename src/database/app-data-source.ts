@@ -1,8 +1,17 @@
 import { Logger } from '@nestjs/common';
-import { DataSource, type Migration } from 'typeorm';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  DataSource,
+  type EntityManager,
+  type Migration,
+  type ObjectLiteral,
+  type QueryRunner,
+} from 'typeorm';
+import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel.js';
 import type { PostgresConnectionOptions } from './postgres-options.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 import { runMigrationsApart, runMigrationsUnderLock } from './migrate.js';
+import { storageUnavailable } from './database.types.js';
 
 const RECONNECT_DELAY_MS = 2_000;
 
@@ -11,9 +20,15 @@ const RECONNECT_DELAY_MS = 2_000;
  * service can answer (500 for what needs the database, 503 from readiness) and recover by
  * itself: it keeps trying to connect in the background, then runs the migrations.
  * With no `DATABASE_URL` it owns the embedded PGlite server and stops it last.
+ *
+ * Every statement and transaction goes through `query` and `transaction` (TransactionHost's
+ * too), where a failure of the database becomes a StorageUnavailableError, and where a
+ * session (DatabaseSessions) puts them on its connection.
  */
 export class AppDataSource extends DataSource {
   private readonly log = new Logger('Database');
+  /** The connection of the session under way (DatabaseSessions), if any. */
+  readonly sessions = new AsyncLocalStorage<QueryRunner>();
   private retryTimer?: NodeJS.Timeout;
   private stopped = false;
   private migrated = false;
@@ -49,9 +64,45 @@ export class AppDataSource extends DataSource {
     return dataSource;
   }
 
-  /** The embedded PGlite, whose socket server speaks less of the protocol (no COPY FROM STDIN). */
-  get isEmbedded(): boolean {
-    return this.embedded !== undefined;
+  override async query<T = unknown>(
+    query: string,
+    parameters?: unknown[] | ObjectLiteral,
+    queryRunner?: QueryRunner,
+  ): Promise<T> {
+    try {
+      return await super.query<T>(query, parameters, queryRunner ?? this.sessions.getStore());
+    } catch (error) {
+      throw storageUnavailable(error);
+    }
+  }
+
+  override transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T>;
+  override transaction<T>(
+    isolation: IsolationLevel,
+    work: (manager: EntityManager) => Promise<T>,
+  ): Promise<T>;
+  override async transaction<T>(
+    isolationOrWork: IsolationLevel | ((manager: EntityManager) => Promise<T>),
+    maybeWork?: (manager: EntityManager) => Promise<T>,
+  ): Promise<T> {
+    const work = typeof isolationOrWork === 'function' ? isolationOrWork : maybeWork!;
+    const isolation = typeof isolationOrWork === 'function' ? undefined : isolationOrWork;
+    const manager = this.sessions.getStore()?.manager ?? this.manager;
+    // What `work` throws is its own; what BEGIN, COMMIT or the connection throw is storage's.
+    let failed: { error: unknown } | undefined;
+    const guarded = (inside: EntityManager) =>
+      work(inside).catch((error: unknown) => {
+        failed = { error };
+        throw error;
+      });
+    try {
+      return await (isolation === undefined
+        ? manager.transaction(guarded)
+        : manager.transaction(isolation, guarded));
+    } catch (error) {
+      if (failed) throw failed.error;
+      throw storageUnavailable(error);
+    }
   }
 
   /** True once connected and migrated: the schema is there to be queried. */

@@ -1,14 +1,22 @@
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Module, OnApplicationShutdown } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { InjectDataSource, TypeOrmModule, type TypeOrmModuleOptions } from '@nestjs/typeorm';
+import {
+  getDataSourceToken,
+  InjectDataSource,
+  TypeOrmModule,
+  type TypeOrmModuleOptions,
+} from '@nestjs/typeorm';
+import { ClsModule } from 'nestjs-cls';
 import type { ConfigOf } from '../config/config-section.js';
 import { OWNED_BY_MODULES } from '../config/configuration.module.js';
 import { Owns, type Owned } from '../config/owns.decorator.js';
 import { AppDataSource } from './app-data-source.js';
 import { databaseConfig } from './database.config.js';
 import { DatabaseHealthIndicator } from './database.health.js';
+import { DatabaseSessions } from './database-sessions.service.js';
 import { PostgresNotifications } from './postgres-notifications.service.js';
-import { SqlService } from './sql.service.js';
 import { postgresOptions, type PostgresConnectionOptions } from './postgres-options.js';
 
 type DataSourceOptions = PostgresConnectionOptions &
@@ -17,8 +25,10 @@ type DataSourceOptions = PostgresConnectionOptions &
 /**
  * Postgres through TypeORM: the server at `DATABASE_URL`, or the embedded PGlite under
  * `DATA_DIR` when it is unset. Every module's migrations (see `@Owns`) run at start-up, in
- * timestamp order, under an advisory lock. `SqlService` runs the statements;
- * `PostgresNotifications` hears the channels a module watches.
+ * timestamp order, under an advisory lock. Repositories run their statements through
+ * `TransactionHost<TransactionalAdapterTypeOrm>` (`tx.query`), which joins the transaction
+ * under way (`withTransaction`, nestjs-cls); a failed statement is a StorageUnavailableError
+ * (AppDataSource). `PostgresNotifications` hears the channels a module watches.
  */
 @Owns({ config: [databaseConfig] })
 @Module({
@@ -54,10 +64,18 @@ type DataSourceOptions = PostgresConnectionOptions &
         return AppDataSource.open(postgres, embeddedDataDir);
       },
     }),
+    // The plugin alone: ClsModule.forRoot would add a global guard and interceptor to every
+    // route, and an interceptor turns the stream's setup into an Observable that Nest answers
+    // 200 for before the setup can fail with its 500.
+    ClsModule.registerPlugins([
+      new ClsPluginTransactional({
+        adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+      }),
+    ]),
     TerminusModule,
   ],
-  providers: [DatabaseHealthIndicator, SqlService, PostgresNotifications],
-  exports: [DatabaseHealthIndicator, SqlService, PostgresNotifications],
+  providers: [DatabaseHealthIndicator, DatabaseSessions, PostgresNotifications],
+  exports: [DatabaseHealthIndicator, DatabaseSessions, PostgresNotifications],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@InjectDataSource() private readonly dataSource: AppDataSource) {}

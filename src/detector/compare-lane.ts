@@ -113,7 +113,7 @@ export class CompareLane {
       try {
         const outcomes = await nameEvents.publishDetected(this.partitions, async () => {
           // Users who opted out are neither compared nor remembered: checked on every attempt,
-          // under the detect lock, which an opt-out takes exclusively.
+          // under the partition lock of each user, which an opt-out of that user takes too.
           const optedOut = await nameEvents.refusedAmong(observations.map((o) => o.userId));
           if (committed) {
             committed = withoutUsers(committed, optedOut);

@@ -25,8 +25,8 @@ export interface DetectorSettings {
   publishRetryMs: number;
   publishRetryMaxMs: number;
   /**
-   * Observations compared with the known names in one transaction: a batch costs eight round
-   * trips whatever its size (the begin, two of locks, the opt-outs, the lookup, the COPY's two
+   * Observations compared with the known names in one transaction: a batch costs seven round
+   * trips whatever its size (the begin, the locks, the opt-outs, the lookup, the two inserts
    * and the commit), and a first sighting's batch of 2,500 holds the locks ~50 ms.
    */
   batchSize: number;

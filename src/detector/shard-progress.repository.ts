@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
 import { userPartitionOf } from '../name-events/name-event.types.js';
 import type { MemberObservation } from './member-observation.js';
 
@@ -12,7 +13,7 @@ import type { MemberObservation } from './member-observation.js';
  */
 @Injectable()
 export class ShardProgressRepository {
-  constructor(private readonly sql: SqlService) {}
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /**
    * The replayed live updates among `observations` that are stored already: undefined when
@@ -25,7 +26,7 @@ export class ShardProgressRepository {
     const replayed = observations.filter((o) => o.position?.replayed);
     if (replayed.length === 0) return undefined;
     const shards = [...new Set(replayed.map((o) => o.position!.shardId))];
-    const rows = await this.sql.query<ProgressRow>(
+    const rows = await this.txHost.tx.query<ProgressRow[]>(
       `SELECT shard_id AS "shardId", user_partition AS "userPartition",
               session_id AS "sessionId", sequence
          FROM detector_shard_progress WHERE shard_id = ANY($1::int[])`,
@@ -55,7 +56,7 @@ export class ShardProgressRepository {
     }
     if (last.size === 0) return;
     const rows = [...last.values()];
-    await this.sql.query(
+    await this.txHost.tx.query(
       `INSERT INTO detector_shard_progress AS p (shard_id, user_partition, session_id, sequence)
        SELECT * FROM unnest($1::int[], $2::smallint[], $3::text[], $4::bigint[])
            ON CONFLICT (shard_id, user_partition) DO UPDATE

@@ -25,7 +25,7 @@ import {
 } from 'rxjs';
 import { RetryLaterException } from '../common/http-exception.filter.js';
 import { requestIdOf } from '../common/logger.js';
-import { StorageUnavailableError } from '../database/sql.service.js';
+import { StorageUnavailableError } from '../database/database.types.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import {

@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
 import { PUBLISH_LOCK_KEY } from './name-event-locks.js';
 import type { NewNameEvent, StoredNameEvent } from './name-event.types.js';
 
@@ -22,12 +23,12 @@ export interface StoredOutcome {
 
 /**
  * The event log, name_change_events, in id order: storing, reading after an id, deleting.
- * (Users' histories are NameHistoryRepository's.) Statements join the caller's unit of work
- * (SqlService); a failure of the database is a StorageUnavailableError.
+ * (Users' histories are NameHistoryRepository's.) Statements join the caller's transaction
+ * or session; a failure of the database is a StorageUnavailableError.
  */
 @Injectable()
 export class NameChangeEventRepository {
-  constructor(private readonly sql: SqlService) {}
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /**
    * Stores each event unless the same four fields are stored already, in one statement, new
@@ -41,7 +42,7 @@ export class NameChangeEventRepository {
       events.map((e) => e.name),
       events.map((e) => e.changedAt.toISOString()),
     ];
-    const inserted = await this.sql.query<StoredNameEvent>(
+    const inserted = await this.txHost.tx.query<StoredNameEvent[]>(
       `INSERT INTO name_change_events (user_id, type, name, changed_at)
        SELECT user_id, type, name, changed_at
          FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[])
@@ -54,7 +55,7 @@ export class NameChangeEventRepository {
     const stored = new Map(inserted.map((row) => [keyOf(row), row]));
     const repeats = new Set(events.map(keyOf).filter((key) => !stored.has(key)));
     if (repeats.size > 0) {
-      const existing = await this.sql.query<StoredNameEvent>(
+      const existing = await this.txHost.tx.query<StoredNameEvent[]>(
         `SELECT ${STORED_COLUMNS}
            FROM name_change_events
           WHERE (user_id, type, name, changed_at) IN (
@@ -89,7 +90,7 @@ export class NameChangeEventRepository {
    * acknowledged by the broker when it returns. ('0' when nothing is stored.)
    */
   async latestPublishedId(): Promise<string> {
-    const [row] = await this.sql.query<{ id: string | null }>(
+    const [row] = await this.txHost.tx.query<{ id: string | null }[]>(
       `SELECT (SELECT max(id)::text FROM name_change_events) AS id,
               (SELECT pg_advisory_xact_lock_shared($1)) IS NULL AS locked`,
       [PUBLISH_LOCK_KEY],
@@ -106,7 +107,7 @@ export class NameChangeEventRepository {
     afterId: string,
     { userId, limit }: { userId?: string; limit: number },
   ): Promise<{ first: string; last: string } | undefined> {
-    const [row] = await this.sql.query<{ first: string | null; last: string | null }>(
+    const [row] = await this.txHost.tx.query<{ first: string | null; last: string | null }[]>(
       `SELECT min(id)::text AS first, max(id)::text AS last
          FROM (SELECT id FROM name_change_events
                 WHERE id > $1 AND ($2::text IS NULL OR user_id = $2)
@@ -126,33 +127,31 @@ export class NameChangeEventRepository {
     { upToId, userId, limit }: { upToId: string; userId?: string; limit: number },
   ): Promise<StoredNameEvent[]> {
     // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
-    return this.sql.query<StoredNameEvent>({
-      name: 'events-page',
-      text: `SELECT ${STORED_COLUMNS}
+    return this.txHost.tx.query<StoredNameEvent[]>(
+      `SELECT ${STORED_COLUMNS}
                FROM name_change_events
               WHERE id > $1 AND id <= $2 AND ($3::text IS NULL OR user_id = $3)
               ORDER BY name_change_events.id
               LIMIT $4`,
-      values: [afterId, upToId, userId ?? null, limit],
-    });
+      [afterId, upToId, userId ?? null, limit],
+    );
   }
 
   /** The oldest `limit` events stored after `afterId`, oldest first: a consumer's next batch. */
   findOldestAfterId(afterId: string, limit: number): Promise<StoredNameEvent[]> {
-    return this.sql.query<StoredNameEvent>({
-      name: 'events-after-id',
-      text: `SELECT ${STORED_COLUMNS}
+    return this.txHost.tx.query<StoredNameEvent[]>(
+      `SELECT ${STORED_COLUMNS}
                FROM name_change_events
               WHERE id > $1
               ORDER BY name_change_events.id
               LIMIT $2`,
-      values: [afterId, limit],
-    });
+      [afterId, limit],
+    );
   }
 
   /** Deletes every event of the user; returns how many. */
   async deleteOfUser(userId: string): Promise<number> {
-    const { rowCount } = await this.sql.execute(
+    const [, rowCount] = await this.txHost.tx.query<[unknown, number]>(
       'DELETE FROM name_change_events WHERE user_id = $1',
       [userId],
     );
@@ -161,15 +160,14 @@ export class NameChangeEventRepository {
 
   /** Deletes at most `limit` events that changed before `cutoff`, oldest first; returns how many. */
   async deleteChangedBefore(cutoff: Date, limit: number): Promise<number> {
-    const { rowCount } = await this.sql.execute({
-      name: 'delete-changed-before',
-      text: `DELETE FROM name_change_events
+    const [, rowCount] = await this.txHost.tx.query<[unknown, number]>(
+      `DELETE FROM name_change_events
               WHERE id IN (SELECT id FROM name_change_events
                             WHERE changed_at < $1
                             ORDER BY changed_at
                             LIMIT $2)`,
-      values: [cutoff, limit],
-    });
+      [cutoff, limit],
+    );
     return rowCount;
   }
 }

@@ -1,5 +1,8 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
+import { DatabaseSessions } from '../database/database-sessions.service.js';
+import { userPartitionOf } from './name-event.types.js';
 
 /**
  * The key of the Postgres advisory lock every publish holds from its insert until the broker
@@ -8,37 +11,33 @@ import { SqlService } from '../database/sql.service.js';
 export const PUBLISH_LOCK_KEY = '8099296189474205800';
 
 /**
- * The advisory lock of the detector's comparisons ("pgdetect" in ASCII): each comparison
- * holds it shared, what removes a user's data holds it exclusively (so no comparison is
- * under way meanwhile), and so did every comparison before they were partitioned (an
- * instance of that version still running keeps this one's away). Always taken first.
- */
-export const DETECT_LOCK_KEY = '8099552841756402548';
-
-/**
  * The first key of the partition locks ("pgcp" in ASCII), the second being the partition
- * (USER_PARTITIONS): a comparison holds those of the users it compares, so two comparisons
- * of one user, on any instances, never overlap. Taken in increasing order, after the detect
- * lock and before the publish lock.
+ * (USER_PARTITIONS): a comparison holds those of the users it compares, and what removes a
+ * user's data holds that user's, so neither overlaps another of the same user on any
+ * instance. Taken in increasing order, before the publish lock.
  */
 export const PARTITION_LOCK_CLASS = 1885823856;
 
 /**
  * The name-event domain's ordering protocol, as locks: what runs under them runs on one
- * session (SqlService), and every repository's statement inside joins it. Events are stored
- * and broadcast under the publish lock, one batch at a time across all instances, so that
- * ids reach the broker, and every consumer of the table, in increasing order.
+ * session (DatabaseSessions), and every repository's statement and transaction inside
+ * joins it. Events are stored and broadcast under the publish lock, one publish at a time
+ * across all instances, so that ids reach the broker, and every consumer of the table, in
+ * increasing order.
  */
 @Injectable()
 export class NameEventLocks {
-  constructor(private readonly sql: SqlService) {}
+  constructor(
+    private readonly sessions: DatabaseSessions,
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+  ) {}
 
   /**
    * Runs `work` on one session while it holds the publish lock (a session lock: it outlives
    * the commits inside). A session whose unlock failed is closed rather than pooled again.
    */
   underPublishLock<T>(work: () => Promise<T>): Promise<T> {
-    return this.sql.session(async () => {
+    return this.sessions.run(async () => {
       await this.lockPublish();
       try {
         return await work();
@@ -49,17 +48,17 @@ export class NameEventLocks {
   }
 
   /**
-   * Runs `work` in one transaction that holds the detect lock exclusively, then the publish
+   * Runs `work` in one transaction that holds the user's partition lock, then the publish
    * lock (the order the detector takes them in): for what removes a user's data, so that no
-   * publish and no comparison of the detector is under way meanwhile, and each is wholly
-   * before or after it.
+   * publish and no comparison of that user is under way meanwhile, and each is wholly before
+   * or after it.
    */
-  underAllLocks<T>(work: () => Promise<T>): Promise<T> {
-    return this.sql.session(async () => {
+  underUserLocks<T>(userId: string, work: () => Promise<T>): Promise<T> {
+    return this.sessions.run(async () => {
       let locked = false;
       try {
-        return await this.sql.transaction(async () => {
-          await this.sql.query('SELECT pg_advisory_xact_lock($1)', [DETECT_LOCK_KEY]);
+        return await this.txHost.withTransaction(async () => {
+          await this.lockPartitions([userPartitionOf(userId)]);
           await this.lockPublish();
           locked = true;
           return work();
@@ -71,13 +70,13 @@ export class NameEventLocks {
   }
 
   /**
-   * The detector's way: `detect` runs in one transaction that holds the detect lock (shared)
-   * and the locks of `partitions`, the partitions of the users it compares, and returns what
-   * to store; only when there is something is the publish lock taken (after the others,
-   * never before: a POST holds only the publish lock) and `store` called, in the same
-   * transaction. After the commit, `broadcast` runs on what was stored, the publish lock still
-   * held, so it goes out in id order like any publish. Resolves with `broadcast`'s result, or
-   * undefined when nothing was found; a failure before the commit rolls everything back.
+   * The detector's way: `detect` runs in one transaction that holds the locks of
+   * `partitions`, the partitions of the users it compares, and returns what to store; only
+   * when there is something is the publish lock taken (after the others, never before: a
+   * POST holds only the publish lock) and `store` called, in the same transaction. After the
+   * commit, `broadcast` runs on what was stored, the publish lock still held, so it goes out
+   * in id order like any publish. Resolves with `broadcast`'s result, or undefined when
+   * nothing was found; a failure before the commit rolls everything back.
    */
   detectThenPublish<C, S, R>(
     partitions: readonly number[],
@@ -85,16 +84,11 @@ export class NameEventLocks {
     store: (changes: C[]) => Promise<S[]>,
     broadcast: (stored: S[]) => Promise<R>,
   ): Promise<R | undefined> {
-    return this.sql.session(async () => {
+    return this.sessions.run(async () => {
       let locked = false;
       try {
-        const stored = await this.sql.transaction(async () => {
-          await this.sql.query('SELECT pg_advisory_xact_lock_shared($1)', [DETECT_LOCK_KEY]);
-          // One lock after the other, in the array's order: increasing, as everywhere.
-          await this.sql.query('SELECT pg_advisory_xact_lock($1, p) FROM unnest($2::int[]) p', [
-            PARTITION_LOCK_CLASS,
-            [...new Set(partitions)].sort((a, b) => a - b),
-          ]);
+        const stored = await this.txHost.withTransaction(async () => {
+          await this.lockPartitions(partitions);
           const changes = await detect();
           if (changes.length === 0) return [];
           await this.lockPublish();
@@ -108,13 +102,21 @@ export class NameEventLocks {
     });
   }
 
+  /** Until the transaction ends; one lock after the other, in increasing order, as everywhere. */
+  private async lockPartitions(partitions: readonly number[]): Promise<void> {
+    await this.txHost.tx.query('SELECT pg_advisory_xact_lock($1, p) FROM unnest($2::int[]) p', [
+      PARTITION_LOCK_CLASS,
+      [...new Set(partitions)].sort((a, b) => a - b),
+    ]);
+  }
+
   private async lockPublish(): Promise<void> {
-    await this.sql.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]);
+    await this.txHost.tx.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]);
   }
 
   private async unlockPublish(): Promise<void> {
-    await this.sql
+    await this.txHost.tx
       .query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY])
-      .catch(() => this.sql.discardSession());
+      .catch(() => this.sessions.close());
   }
 }

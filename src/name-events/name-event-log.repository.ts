@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
 import { UTC_ISO } from './name-change-event.repository.js';
 import type { NameType, StoredNameEvent } from './name-event.types.js';
 
@@ -23,11 +24,11 @@ export interface HandledEvents {
  */
 @Injectable()
 export class NameEventLogRepository {
-  constructor(private readonly sql: SqlService) {}
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /** The newest stored event's id ('0' when none). */
   async latestId(): Promise<string> {
-    const [row] = await this.sql.query<{ id: string }>(
+    const [row] = await this.txHost.tx.query<{ id: string }[]>(
       'SELECT coalesce(max(id), 0)::text AS id FROM name_change_events',
     );
     return row.id;
@@ -43,16 +44,15 @@ export class NameEventLogRepository {
     filter: EventFilter,
     limit: number,
   ): Promise<HandledEvents> {
-    const rows = await this.sql.query<{ position: string } & Partial<StoredNameEvent>>({
-      name: 'event-log-handled',
-      text: `SELECT c.position::text AS position, e.id::text AS id, e.user_id AS "userId", e.type,
+    const rows = await this.txHost.tx.query<({ position: string } & Partial<StoredNameEvent>)[]>(
+      `SELECT c.position::text AS position, e.id::text AS id, e.user_id AS "userId", e.type,
                     e.name, ${UTC_ISO} AS "changedAt"
                FROM name_event_consumers c
                LEFT JOIN LATERAL (${matching('$2', '$3', '$4', 'AND e.id <= c.position ORDER BY e.id LIMIT $5')}) e ON true
               WHERE c.name = $1
               ORDER BY e.id`,
-      values: [consumer, afterId, filter.userId, filter.type, limit],
-    });
+      [consumer, afterId, filter.userId, filter.type, limit],
+    );
     const events = rows
       .filter((row) => row.id !== null)
       .map(({ id, userId, type, name, changedAt }) => ({ id, userId, type, name, changedAt }));
@@ -67,17 +67,16 @@ export class NameEventLogRepository {
   /** For each of `positions`, how many events matching it are stored after its `afterId`. */
   async countAfter(positions: readonly (EventFilter & { afterId: string })[]): Promise<number[]> {
     if (positions.length === 0) return [];
-    const rows = await this.sql.query<{ count: number }>({
-      name: 'event-log-count-after',
-      text: `SELECT (SELECT count(*) FROM (${matching('p.after_id', 'p.user_id', 'p.type')}) e)::int AS count
+    const rows = await this.txHost.tx.query<{ count: number }[]>(
+      `SELECT (SELECT count(*) FROM (${matching('p.after_id', 'p.user_id', 'p.type')}) e)::int AS count
                FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS p(after_id, user_id, type, n)
               ORDER BY p.n`,
-      values: [
+      [
         positions.map((p) => p.afterId),
         positions.map((p) => p.userId),
         positions.map((p) => p.type),
       ],
-    });
+    );
     return rows.map((row) => row.count);
   }
 }

@@ -1,8 +1,9 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { randomUUID } from 'node:crypto';
 import { PostgresNotifications } from '../database/postgres-notifications.service.js';
-import { SqlService } from '../database/sql.service.js';
 import type { NameDomainEvents } from './name-event.types.js';
 
 /** The domain's channel: every instance listens, and hears the others' removals. */
@@ -21,7 +22,7 @@ export class NameEventRemovals {
   private readonly instance = randomUUID();
 
   constructor(
-    private readonly sql: SqlService,
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly emitter: EventEmitter2,
     private readonly notifications: PostgresNotifications,
   ) {
@@ -42,7 +43,7 @@ export class NameEventRemovals {
   /** In the deleting unit of work: the other instances hear it once it commits. */
   async announce(userId: string | null): Promise<void> {
     const payload = JSON.stringify({ instance: this.instance, userId });
-    await this.sql.query('SELECT pg_notify($1, $2)', [REMOVALS_CHANNEL, payload]);
+    await this.txHost.tx.query('SELECT pg_notify($1, $2)', [REMOVALS_CHANNEL, payload]);
   }
 
   /** A domain event, on this instance, to its `@OnNameEvent` handlers. */

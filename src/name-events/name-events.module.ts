@@ -21,6 +21,7 @@ import { NameEventRemovals } from './name-event-removals.service.js';
 import { NameEventStreams } from './name-event-streams.service.js';
 import { NameEventsService } from './name-events.service.js';
 import { NameHistoryRepository } from './name-history.repository.js';
+import { NameSearchRepository } from './name-search.repository.js';
 import { RecordingGuards } from './recording-guards.service.js';
 
 /**
@@ -29,6 +30,7 @@ import { RecordingGuards } from './recording-guards.service.js';
  *   broadcast in id order; erasure and retention; who must not be recorded.
  * - NameEventStreams: a listener's stream (replay, then live, no gap).
  * - NameHistoryRepository: users' histories.
+ * - NameSearchRepository: who had a name (the search module's query).
  * - KnownNamesRepository: the detector's last known names.
  * - NameEventLogRepository: the event log as others read it (a consumer's handled events,
  *   counts after a position).
@@ -50,6 +52,7 @@ import { RecordingGuards } from './recording-guards.service.js';
   providers: [
     NameChangeEventRepository,
     NameHistoryRepository,
+    NameSearchRepository,
     KnownNamesRepository,
     NameEventLocks,
     NameEventLogRepository,
@@ -64,6 +67,7 @@ import { RecordingGuards } from './recording-guards.service.js';
     NameEventsService,
     NameEventStreams,
     NameHistoryRepository,
+    NameSearchRepository,
     KnownNamesRepository,
     NameEventLogRepository,
     NameEventRemovals,

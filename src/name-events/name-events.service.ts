@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { BusUnavailableError, NameEventBus } from '../bus/name-event-bus.js';
-import { DrainLoop } from '../common/drain-loop.js';
-import { SqlService } from '../database/sql.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { KnownNamesRepository } from './known-names.repository.js';
 import { NameChangeEventRepository, type StoredOutcome } from './name-change-event.repository.js';
@@ -14,16 +12,6 @@ import {
 } from './name-event.types.js';
 import { RecordingGuards } from './recording-guards.service.js';
 
-/** Publishes that wait while a batch is out go out together, up to this many. */
-const MAX_BATCH = 200;
-
-interface Pending {
-  change: NewNameEvent;
-  startedAt: number;
-  resolve(outcome: PublishOutcome): void;
-  reject(error: unknown): void;
-}
-
 /**
  * The name-event domain's write side, in one place. Every event enters through `publish`
  * (POST) or `publishDetected` (the detector): stored, then broadcast, under the publish lock
@@ -33,12 +21,7 @@ interface Pending {
  */
 @Injectable()
 export class NameEventsService {
-  private readonly waiting: Pending[] = [];
   private readonly storedListeners: (() => void)[] = [];
-  private readonly batches = new DrainLoop(
-    () => (this.waiting.length > 0 ? this.waiting.splice(0, MAX_BATCH) : undefined),
-    (batch) => this.publishBatch(batch),
-  );
 
   constructor(
     private readonly events: NameChangeEventRepository,
@@ -46,7 +29,6 @@ export class NameEventsService {
     private readonly locks: NameEventLocks,
     private readonly guards: RecordingGuards,
     private readonly bus: NameEventBus,
-    private readonly sql: SqlService,
     private readonly metrics: MetricsService,
     private readonly removals: NameEventRemovals,
   ) {}
@@ -56,29 +38,23 @@ export class NameEventsService {
    * BusUnavailableError (stored, not sent: a retry sends it with the same id), or
    * RecordingRefusedError (nothing stored, nothing sent).
    */
-  publish(change: NewNameEvent): Promise<PublishOutcome> {
+  async publish(change: NewNameEvent): Promise<PublishOutcome> {
+    const startedAt = Date.now();
     const stopTimer = this.metrics.publishDuration.startTimer();
-    const outcome = new Promise<PublishOutcome>((resolve, reject) => {
-      this.waiting.push({ change, startedAt: Date.now(), resolve, reject });
-    });
-    // The batches serve every caller: they never run on one caller's unit of work.
-    this.sql.detached(() => this.batches.kick());
-    return outcome.then(
-      (result) => {
-        stopTimer();
-        this.count(result);
-        return result;
-      },
-      (error: unknown) => {
-        stopTimer();
-        if (error instanceof BusUnavailableError) {
-          this.metrics.eventsUndelivered.inc({ reason: 'bus_unavailable' });
-        } else if (error instanceof RecordingRefusedError) {
-          this.metrics.eventsRefused.inc({ reason: 'opted_out' });
-        }
-        throw error;
-      },
-    );
+    try {
+      const outcome = await this.storeAndBroadcast(change, startedAt);
+      stopTimer();
+      this.count(outcome);
+      return outcome;
+    } catch (error) {
+      stopTimer();
+      if (error instanceof BusUnavailableError) {
+        this.metrics.eventsUndelivered.inc({ reason: 'bus_unavailable' });
+      } else if (error instanceof RecordingRefusedError) {
+        this.metrics.eventsRefused.inc({ reason: 'opted_out' });
+      }
+      throw error;
+    }
   }
 
   /**
@@ -141,14 +117,14 @@ export class NameEventsService {
   }
 
   /**
-   * Deletes every event and known name of the user, under both locks, so that a publish or a
-   * comparison of the detector is wholly before (erased) or wholly after; `optOut` runs first
-   * in the same transaction (recording the opt-out). Once committed, emits `user.erased` (or
-   * `user.opted-out`) and `events.removed` here, and tells the other instances. Returns how
-   * many events.
+   * Deletes every event and known name of the user, under the user's partition lock and the
+   * publish lock, so that a publish, or a comparison of the user by the detector, is wholly
+   * before (erased) or wholly after; `optOut` runs first in the same transaction (recording
+   * the opt-out). Once committed, emits `user.erased` (or `user.opted-out`) and
+   * `events.removed` here, and tells the other instances. Returns how many events.
    */
   async eraseUser(userId: string, optOut?: () => Promise<void>): Promise<number> {
-    const deleted = await this.locks.underAllLocks(async () => {
+    const deleted = await this.locks.underUserLocks(userId, async () => {
       await optOut?.();
       await this.knownNames.deleteOfUser(userId);
       const count = await this.events.deleteOfUser(userId);
@@ -181,44 +157,27 @@ export class NameEventsService {
     else this.metrics.eventsUndelivered.inc({ reason: 'no_listeners' });
   }
 
-  private async publishBatch(batch: Pending[]): Promise<void> {
-    try {
-      const outcomes = await this.storeAndBroadcast(batch);
-      batch.forEach((pending, i) => {
-        const outcome = outcomes[i];
-        if (outcome instanceof RecordingRefusedError) pending.reject(outcome);
-        else pending.resolve(outcome);
-      });
-    } catch (error) {
-      for (const pending of batch) pending.reject(error);
-    } finally {
-      // Stored even when the broadcast failed (BusUnavailableError).
-      this.announceStored();
-    }
-  }
-
   private announceStored(): void {
     for (const listener of this.storedListeners) listener();
   }
 
   /**
-   * One insert and one round of PUBLISH for the whole batch, under the publish lock. Users
-   * the guards refuse are refused under the same lock: an opt-out is either wholly before
-   * the batch (refused) or wholly after it (erased).
+   * One insert and one PUBLISH, under the publish lock. A user the guards refuse is refused
+   * under the same lock: an opt-out is either wholly before the publish (refused) or wholly
+   * after it (erased).
    */
-  private storeAndBroadcast(batch: Pending[]): Promise<(PublishOutcome | RecordingRefusedError)[]> {
+  private storeAndBroadcast(change: NewNameEvent, startedAt: number): Promise<PublishOutcome> {
     return this.locks.underPublishLock(async () => {
-      const refused = await this.guards.refusedAmong(batch.map((p) => p.change.userId));
-      const accepted = batch.filter((pending) => !refused.has(pending.change.userId));
-      const outcomes = new Map<Pending, PublishOutcome>();
-      if (accepted.length > 0) {
-        const stored = await this.events.insertOrFindMany(accepted.map((p) => p.change));
-        const published = await this.broadcast(stored, accepted[0].startedAt);
-        accepted.forEach((pending, i) => outcomes.set(pending, published[i]));
+      const refused = await this.guards.refusedAmong([change.userId]);
+      if (refused.size > 0) throw new RecordingRefusedError(change.userId);
+      const stored = await this.events.insertOrFindMany([change]);
+      try {
+        const [published] = await this.broadcast(stored, startedAt);
+        return published;
+      } finally {
+        // Stored even when the broadcast failed (BusUnavailableError).
+        this.announceStored();
       }
-      return batch.map(
-        (pending) => outcomes.get(pending) ?? new RecordingRefusedError(pending.change.userId),
-      );
     });
   }
 

@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
 import type { NameEntry } from './name-event.types.js';
 import { UTC_ISO } from './name-change-event.repository.js';
 
@@ -44,24 +45,22 @@ type HistoryRow = NameEntry & HistoryPosition;
 /** Users' histories: the reads of name_change_events by user, in (changedAt, id) order. */
 @Injectable()
 export class NameHistoryRepository {
-  constructor(private readonly sql: SqlService) {}
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /**
    * The user's whole history (or its oldest `limit` entries), oldest first (ties in storage
-   * order). One statement of its own
-   * per read, never shared with another request's: the hot read, so a named statement, parsed
-   * and planned once per connection. Sent when asked, it sees every write committed before.
+   * order). One statement of its own per read, never shared with another request's. Sent
+   * when asked, it sees every write committed before.
    */
   findHistory(userId: string, limit?: number): Promise<NameEntry[]> {
-    return this.sql.query<NameEntry>({
-      name: 'history',
-      text: `SELECT type, name, ${UTC_ISO} AS "changedAt"
+    return this.txHost.tx.query<NameEntry[]>(
+      `SELECT type, name, ${UTC_ISO} AS "changedAt"
                FROM name_change_events
               WHERE user_id = $1
               ORDER BY changed_at, id
               LIMIT $2`,
-      values: [userId, limit ?? null],
-    });
+      [userId, limit ?? null],
+    );
   }
 
   /**
@@ -75,16 +74,15 @@ export class NameHistoryRepository {
     const order = range.fromEnd
       ? 'changed_at DESC, name_change_events.id DESC'
       : 'changed_at, name_change_events.id';
-    const rows = await this.sql.query<HistoryRow>({
-      name: range.fromEnd ? 'history-page-from-end' : 'history-page',
-      text: `SELECT type, name, ${UTC_ISO} AS "changedAt", ${UTC_ISO_MICROS} AS at, id::text AS id
+    const rows = await this.txHost.tx.query<HistoryRow[]>(
+      `SELECT type, name, ${UTC_ISO} AS "changedAt", ${UTC_ISO_MICROS} AS at, id::text AS id
                FROM name_change_events
               WHERE user_id = $1
                 AND (changed_at, id) > ($2::timestamptz, $3::bigint)
                 AND (changed_at, id) < ($4::timestamptz, $5::bigint)
               ORDER BY ${order}
               LIMIT $6`,
-      values: [
+      [
         userId,
         range.after.at,
         range.after.id,
@@ -92,7 +90,7 @@ export class NameHistoryRepository {
         range.before.id,
         range.limit === undefined ? null : range.limit + 1,
       ],
-    });
+    );
     const more = range.limit !== undefined && rows.length > range.limit;
     if (more) rows.pop();
     if (range.fromEnd) rows.reverse();

@@ -4,9 +4,9 @@ import { OptOutsRepository } from './opt-outs.repository.js';
 
 /**
  * Users who opted out are not recorded: registered with the name-event domain, which asks
- * under the publish lock (a POST) or the detect lock (the detector's comparisons, shared). An
- * opt-out is recorded under both locks, the detect lock exclusively (PrivacyService), so the
- * answer holds until the asker lets go of its lock.
+ * under the publish lock (a POST) or the user's partition lock (the detector's comparisons). An
+ * opt-out is recorded under both locks (PrivacyService), so the answer holds until the asker
+ * lets go of its lock.
  */
 @Injectable()
 export class OptOutRecordingGuard implements RecordingGuard, OnModuleInit {

@@ -1,14 +1,16 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService, textArray } from '../database/sql.service.js';
+import { textArray } from '../database/database.types.js';
 
 /** Every query on user_opt_outs. Statements join the caller's unit of work. */
 @Injectable()
 export class OptOutsRepository {
-  constructor(private readonly sql: SqlService) {}
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /** Records the opt-out (again: nothing changes). */
   async add(userId: string): Promise<void> {
-    await this.sql.query(
+    await this.txHost.tx.query(
       'INSERT INTO user_opt_outs (user_id) VALUES ($1) ON CONFLICT (user_id) DO NOTHING',
       [userId],
     );
@@ -16,28 +18,27 @@ export class OptOutsRepository {
 
   /** Lifts the opt-out; returns whether there was one. */
   async remove(userId: string): Promise<boolean> {
-    const { rowCount } = await this.sql.execute('DELETE FROM user_opt_outs WHERE user_id = $1', [
-      userId,
-    ]);
-    return rowCount > 0;
+    const [, deleted] = await this.txHost.tx.query<[unknown, number]>(
+      'DELETE FROM user_opt_outs WHERE user_id = $1',
+      [userId],
+    );
+    return deleted > 0;
   }
 
   async has(userId: string): Promise<boolean> {
-    const rows = await this.sql.query({
-      name: 'is-opted-out',
-      text: 'SELECT 1 FROM user_opt_outs WHERE user_id = $1',
-      values: [userId],
-    });
+    const rows = await this.txHost.tx.query<unknown[]>(
+      'SELECT 1 FROM user_opt_outs WHERE user_id = $1',
+      [userId],
+    );
     return rows.length > 0;
   }
 
   /** Which of `userIds` have opted out. */
   async findAmong(userIds: readonly string[]): Promise<Set<string>> {
-    const rows = await this.sql.query<{ userId: string }>({
-      name: 'find-opted-out',
-      text: 'SELECT user_id AS "userId" FROM user_opt_outs WHERE user_id = ANY($1::text[])',
-      values: [textArray(userIds)],
-    });
+    const rows = await this.txHost.tx.query<{ userId: string }[]>(
+      'SELECT user_id AS "userId" FROM user_opt_outs WHERE user_id = ANY($1::text[])',
+      [textArray(userIds)],
+    );
     return new Set(rows.map((row) => row.userId));
   }
 }

@@ -1,19 +1,19 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
 import { CursorsModule } from '../cursors/cursors.module.js';
-import { DatabaseModule } from '../database/database.module.js';
+import { NameEventsModule } from '../name-events/name-events.module.js';
 import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { searchMigrations } from './migrations/index.js';
 import { searchConfig } from './search.config.js';
 import './search-index.js';
 import { SearchController } from './search.controller.js';
-import { SearchRepository } from './search.repository.js';
 import { SearchService } from './search.service.js';
 
 /**
- * GET /prevnames: who had a given name (off unless SEARCH_TOKEN or ADMIN_TOKEN is set). It
- * reads the events table's own rows through an expression index of its own migration, so
- * what the domain deletes (erasure, opt-out, retention) is gone from the search at once.
+ * GET /prevnames: who had a given name (off unless SEARCH_TOKEN or ADMIN_TOKEN is set), read
+ * through the domain's NameSearchRepository (over the expression index of this module's
+ * migration, applied before the query moved), so what the domain deletes (erasure, opt-out,
+ * retention) is gone from the search at once.
  * Offers nothing to other modules.
  */
 @Owns({
@@ -35,8 +35,8 @@ import { SearchService } from './search.service.js';
   migrations: searchMigrations,
 })
 @Module({
-  imports: [CursorsModule, DatabaseModule, RateLimitModule],
+  imports: [CursorsModule, NameEventsModule, RateLimitModule],
   controllers: [SearchController],
-  providers: [SearchService, SearchRepository],
+  providers: [SearchService],
 })
 export class SearchModule {}

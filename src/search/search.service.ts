@@ -1,5 +1,6 @@
 import { BadRequestException, Injectable, Logger } from '@nestjs/common';
 import { CursorSigner } from '../cursors/cursor-signer.service.js';
+import { NameSearchRepository, SEARCH_START } from '../name-events/name-search.repository.js';
 import { decodeSearchCursor, encodeSearchCursor, sameQuery } from './search-cursor.js';
 import {
   CURSOR_MESSAGE,
@@ -11,7 +12,6 @@ import {
   type SearchResponseDto,
 } from './search.dto.js';
 import type { SearchIdentity } from './search-rate-limit.guard.js';
-import { SEARCH_START, SearchRepository } from './search.repository.js';
 
 /** A page of a search, with the cursor of the next one while matches remain. */
 export interface SearchResult {
@@ -24,7 +24,7 @@ export class SearchService {
   private readonly logger = new Logger('Search');
 
   constructor(
-    private readonly repository: SearchRepository,
+    private readonly repository: NameSearchRepository,
     private readonly cursors: CursorSigner,
   ) {}
 

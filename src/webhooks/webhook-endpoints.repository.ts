@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
 import type { NameType } from '../name-events/name-event.types.js';
 import type { WebhookFormat } from './webhook-endpoint.entity.js';
 
@@ -56,10 +57,10 @@ const STATUS_COLUMNS = `${ENDPOINT_COLUMNS}, w.last_delivered_event_id::text AS 
  */
 @Injectable()
 export class WebhookEndpointsRepository {
-  constructor(private readonly sql: SqlService) {}
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   async create(endpoint: NewEndpoint): Promise<EndpointRow> {
-    const [row] = await this.sql.query<EndpointRow>(
+    const [row] = await this.txHost.tx.query<EndpointRow[]>(
       `INSERT INTO webhook_endpoints AS w (url, format, user_id, type, description, secret, delivered_through)
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        RETURNING ${ENDPOINT_COLUMNS}`,
@@ -77,13 +78,13 @@ export class WebhookEndpointsRepository {
   }
 
   findAll(): Promise<EndpointStatusRow[]> {
-    return this.sql.query<EndpointStatusRow>(
+    return this.txHost.tx.query<EndpointStatusRow[]>(
       `SELECT ${STATUS_COLUMNS} FROM webhook_endpoints w ORDER BY w.id`,
     );
   }
 
   async find(id: string): Promise<EndpointStatusRow | undefined> {
-    const [row] = await this.sql.query<EndpointStatusRow>(
+    const [row] = await this.txHost.tx.query<EndpointStatusRow[]>(
       `SELECT ${STATUS_COLUMNS} FROM webhook_endpoints w WHERE w.id = $1`,
       [id],
     );
@@ -92,30 +93,29 @@ export class WebhookEndpointsRepository {
 
   /** Deletes the endpoint; returns whether there was one. */
   async delete(id: string): Promise<boolean> {
-    const { rowCount } = await this.sql.execute('DELETE FROM webhook_endpoints WHERE id = $1', [
-      id,
-    ]);
+    const [, rowCount] = await this.txHost.tx.query<[unknown, number]>(
+      'DELETE FROM webhook_endpoints WHERE id = $1',
+      [id],
+    );
     return rowCount > 0;
   }
 
   /** The endpoints deliveries go to (not those that answered 410). */
   async findActiveIds(): Promise<string[]> {
-    const rows = await this.sql.query<{ id: string }>({
-      name: 'webhook-active-endpoints',
-      text: 'SELECT id::text AS id FROM webhook_endpoints WHERE gone_at IS NULL ORDER BY id',
-    });
+    const rows = await this.txHost.tx.query<{ id: string }[]>(
+      'SELECT id::text AS id FROM webhook_endpoints WHERE gone_at IS NULL ORDER BY id',
+    );
     return rows.map((row) => row.id);
   }
 
   /** The endpoint as its sender reads it; undefined when it is deleted. */
   async findForSender(id: string): Promise<SenderEndpoint | undefined> {
-    const [row] = await this.sql.query<SenderEndpoint>({
-      name: 'webhook-sender-endpoint',
-      text: `SELECT url, format, secret, user_id AS "userId", type,
+    const [row] = await this.txHost.tx.query<SenderEndpoint[]>(
+      `SELECT url, format, secret, user_id AS "userId", type,
                     delivered_through::text AS "deliveredThrough", gone_at IS NOT NULL AS gone
                FROM webhook_endpoints WHERE id = $1`,
-      values: [id],
-    });
+      [id],
+    );
     return row;
   }
 
@@ -125,27 +125,25 @@ export class WebhookEndpointsRepository {
    * `failingSince`. Returns whether the endpoint is still there.
    */
   async delivered(id: string, eventId: string | null, through: string): Promise<boolean> {
-    const { rowCount } = await this.sql.execute({
-      name: 'webhook-delivered',
-      text: `UPDATE webhook_endpoints
+    const [, rowCount] = await this.txHost.tx.query<[unknown, number]>(
+      `UPDATE webhook_endpoints
                 SET last_delivered_event_id = greatest(last_delivered_event_id, $2::bigint),
                     delivered_through = greatest(delivered_through, $3::bigint),
                     failing_since = CASE WHEN $2::bigint IS NULL THEN failing_since END
               WHERE id = $1`,
-      values: [id, eventId, through],
-    });
+      [id, eventId, through],
+    );
     return rowCount > 0;
   }
 
   /** Records that an attempt at `at` got no 2xx; with `gone` (a 410), nothing more is sent. */
   async failed(id: string, at: Date, gone: boolean): Promise<void> {
-    await this.sql.execute({
-      name: 'webhook-failed',
-      text: `UPDATE webhook_endpoints
+    await this.txHost.tx.query(
+      `UPDATE webhook_endpoints
                 SET failing_since = coalesce(failing_since, $2),
                     gone_at = CASE WHEN $3 THEN $2 ELSE gone_at END
               WHERE id = $1`,
-      values: [id, at, gone],
-    });
+      [id, at, gone],
+    );
   }
 }

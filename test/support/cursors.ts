@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import { CursorSigner } from '../../src/cursors/cursor-signer.service.js';
-import type { SqlService } from '../../src/database/sql.service.js';
+import type { DataSource } from 'typeorm';
 import type { TestDatabase } from './database.js';
 
 /**
@@ -13,11 +13,8 @@ import type { TestDatabase } from './database.js';
 
 /** A signer with the key of `db`'s `cursor_keys`, as the service signs. */
 export function signerOf(db: TestDatabase): CursorSigner {
-  const sql = {
-    query: (text: string) => db.query(text),
-    detached: <T>(work: () => T) => work(),
-  };
-  return new CursorSigner(sql as unknown as SqlService);
+  const dataSource = { query: (text: string) => db.query(text) };
+  return new CursorSigner(dataSource as unknown as DataSource);
 }
 
 /** A cursor as versions before the key made it: an unkeyed sha256 over scope and payload. */

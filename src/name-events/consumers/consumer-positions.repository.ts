@@ -1,5 +1,6 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../../database/sql.service.js';
 
 /** The consumer's position was moved by another instance since this one read it. */
 export class PositionMovedError extends Error {
@@ -13,14 +14,14 @@ export class PositionMovedError extends Error {
 /** Where each consumer of the event log is: the id of the last event it handled. */
 @Injectable()
 export class ConsumerPositionsRepository {
-  constructor(private readonly sql: SqlService) {}
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /**
    * The consumer's row, created where it starts when it is new: after the newest stored event
    * (`now`) or before the first (`start`).
    */
   async ensure(name: string, from: 'now' | 'start'): Promise<void> {
-    await this.sql.query(
+    await this.txHost.tx.query(
       `INSERT INTO name_event_consumers (name, position)
        SELECT $1, CASE WHEN $2 = 'now' THEN coalesce(max(id), 0) ELSE 0 END
          FROM name_change_events
@@ -36,11 +37,10 @@ export class ConsumerPositionsRepository {
    */
   async lock(name: string, from: 'now' | 'start'): Promise<string> {
     await this.ensure(name, from);
-    const [row] = await this.sql.query<{ position: string }>({
-      name: 'lock-consumer-position',
-      text: 'SELECT position::text AS position FROM name_event_consumers WHERE name = $1 FOR UPDATE',
-      values: [name],
-    });
+    const [row] = await this.txHost.tx.query<{ position: string }[]>(
+      'SELECT position::text AS position FROM name_event_consumers WHERE name = $1 FOR UPDATE',
+      [name],
+    );
     return row.position;
   }
 
@@ -50,12 +50,11 @@ export class ConsumerPositionsRepository {
    * transaction that holds the row, then looks again.
    */
   async move(name: string, from: string, to: string): Promise<void> {
-    const { rowCount } = await this.sql.execute({
-      name: 'move-consumer-position',
-      text: `UPDATE name_event_consumers SET position = $3, updated_at = now()
+    const [, rowCount] = await this.txHost.tx.query<[unknown, number]>(
+      `UPDATE name_event_consumers SET position = $3, updated_at = now()
               WHERE name = $1 AND position = $2`,
-      values: [name, from, to],
-    });
+      [name, from, to],
+    );
     if (rowCount !== 1) throw new PositionMovedError(name);
   }
 
@@ -64,16 +63,15 @@ export class ConsumerPositionsRepository {
    * and the age of the oldest of them in seconds (0 when there is none).
    */
   async lag(name: string, cap: number): Promise<{ events: number; seconds: number }> {
-    const [row] = await this.sql.query<{ events: number; seconds: number }>({
-      name: 'consumer-lag',
-      text: `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM name_change_events e
+    const [row] = await this.txHost.tx.query<{ events: number; seconds: number }[]>(
+      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM name_change_events e
                                                  WHERE e.id > c.position LIMIT $2) behind) AS events,
                     coalesce(extract(epoch FROM now() - (SELECT stored_at FROM name_change_events e
                                                           WHERE e.id > c.position
                                                           ORDER BY e.id LIMIT 1)), 0)::float AS seconds
                FROM name_event_consumers c WHERE c.name = $1`,
-      values: [name, cap],
-    });
+      [name, cap],
+    );
     return row ?? { events: 0, seconds: 0 };
   }
 }

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { SqlService } from '../../database/sql.service.js';
+import type { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import type { NameChangeEventRepository } from '../name-change-event.repository.js';
 import type { ConsumerPositionsRepository } from './consumer-positions.repository.js';
 import type {
@@ -15,7 +16,7 @@ const RETRY_FIRST_MS = 1_000;
 const RETRY_MAX_MS = 60_000;
 
 export interface ConsumerRunDeps {
-  sql: SqlService;
+  txHost: TransactionHost<TransactionalAdapterTypeOrm>;
   events: NameChangeEventRepository;
   positions: ConsumerPositionsRepository;
   /** Called before each read: what is stored from now on wakes `nextWake`. */
@@ -52,7 +53,7 @@ export async function runConsumer(
   while (!signal.aborted) {
     try {
       deps.reading();
-      const { position, batch } = await deps.sql.transaction(async () => {
+      const { position, batch } = await deps.txHost.withTransaction(async () => {
         const position = known ?? (await deps.positions.lock(name, from));
         // The lease was lost while waiting for the row: whoever holds it now has it.
         if (signal.aborted) return { position: undefined, batch: [] };

@@ -1,3 +1,5 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import {
   Injectable,
   Logger,
@@ -6,7 +8,6 @@ import {
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { InjectConfig, type ConfigOf } from '../../config/config-section.js';
-import { SqlService } from '../../database/sql.service.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
 import { LeaseCompetition } from '../../redis/lease-competition.js';
 import { Leases } from '../../redis/leases.js';
@@ -53,7 +54,7 @@ export class NameEventConsumers implements OnApplicationBootstrap, OnModuleDestr
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly leases: Leases,
-    private readonly sql: SqlService,
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly events: NameChangeEventRepository,
     private readonly positions: ConsumerPositionsRepository,
     nameEvents: NameEventsService,
@@ -135,7 +136,7 @@ export class NameEventConsumers implements OnApplicationBootstrap, OnModuleDestr
       handler,
       this.config.pollMs,
       {
-        sql: this.sql,
+        txHost: this.txHost,
         events: this.events,
         positions: this.positions,
         reading: () => (since = this.stored.generation),

@@ -1,11 +1,12 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { SqlService } from '../database/sql.service.js';
-import type { NameType } from '../name-events/name-event.types.js';
-import type { SearchPosition } from './search-cursor.js';
-import type { SearchMatch } from './search.dto.js';
+import type { StoredPosition } from '../common/opaque-cursor.js';
+import type { NameType } from './name-event.types.js';
+import { UTC_ISO } from './name-change-event.repository.js';
 
 /**
- * The indexed form of a name (see the migration's index): NFC, then the database's Unicode
+ * The indexed form of a name (see the search module's migration, which built the index): NFC, then the database's Unicode
  * lower case. The query's name goes through the same expression in Postgres, never through
  * JavaScript's `toLowerCase`, which lowers a few letters otherwise ('İ').
  */
@@ -15,8 +16,10 @@ const QUERY_KEY = 'lower(normalize($1::text, NFC))';
 const QUERY_PREFIX = `replace(replace(replace(${QUERY_KEY}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
 
 // Unqualified: `changed_at` is the events' column wherever these appear.
-const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** A place in a search's order, (changedAt, id): the stored time to the microsecond, the id. */
+export type SearchPosition = StoredPosition;
 
 /** Before every stored event. */
 export const SEARCH_START: SearchPosition = { at: '-infinity', id: '0' };
@@ -24,7 +27,8 @@ export const SEARCH_START: SearchPosition = { at: '-infinity', id: '0' };
 export interface SearchCriteria {
   name: string;
   type?: NameType;
-  match: SearchMatch;
+  /** The whole name, or a prefix of it. */
+  match: 'exact' | 'prefix';
   /** Only matches after this position. */
   after: SearchPosition;
   limit: number;
@@ -46,13 +50,14 @@ export interface SearchPage {
 }
 
 /**
- * The name search's reads of the events table (its own data, through the expression index
- * of this module's migration). Erased and opted-out users' rows are deleted from the table,
- * and with them their index entries: nothing here needs to know about them.
+ * Who had a name: the events table read by name, in (changedAt, id) order, through the
+ * expression index the search module's migration built. Erased and opted-out users' rows are
+ * deleted from the table, and with them their index entries: nothing here needs to know
+ * about them.
  */
 @Injectable()
-export class SearchRepository {
-  constructor(private readonly sql: SqlService) {}
+export class NameSearchRepository {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   /** The matches after a position, in (changedAt, id) order; one row past the limit tells whether more remain. */
   async findMatches(criteria: SearchCriteria): Promise<SearchPage> {
@@ -70,14 +75,12 @@ export class SearchRepository {
 
   /**
    * An exact search: one statement of its own (nothing of another request's search shares
-   * it), named, so planned once per connection; the index gives its matches in answer order,
-   * from its cursor on.
+   * it); the index gives its matches in answer order, from its cursor on.
    */
   private findExact(criteria: SearchCriteria): Promise<MatchRow[]> {
     // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
-    return this.sql.query<MatchRow>({
-      name: 'search-exact',
-      text: `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
+    return this.txHost.tx.query<MatchRow[]>(
+      `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
                     ${UTC_ISO_MICROS} AS at, id::text AS id
                FROM name_change_events
               WHERE ${SEARCH_KEY} = ${QUERY_KEY}
@@ -85,18 +88,12 @@ export class SearchRepository {
                 AND ($4::text IS NULL OR type = $4::text)
               ORDER BY changed_at, name_change_events.id
               LIMIT $5`,
-      values: [
-        criteria.name,
-        criteria.after.at,
-        criteria.after.id,
-        criteria.type ?? null,
-        criteria.limit,
-      ],
-    });
+      [criteria.name, criteria.after.at, criteria.after.id, criteria.type ?? null, criteria.limit],
+    );
   }
 
   /**
-   * A prefix: unnamed, planned with the values bound, so that Postgres turns the LIKE
+   * A prefix: planned with the values bound, so that Postgres turns the LIKE
    * pattern's literal prefix into a range of the index; the matches are gathered first
    * (MATERIALIZED), then sorted. Left to itself the planner may walk the whole table in
    * changed_at order instead, filtering on the name, when it overestimates how many names
@@ -104,8 +101,8 @@ export class SearchRepository {
    */
   private findByPrefix(criteria: SearchCriteria): Promise<MatchRow[]> {
     const typed = criteria.type !== undefined;
-    return this.sql.query<MatchRow>({
-      text: `WITH matches AS MATERIALIZED (
+    return this.txHost.tx.query<MatchRow[]>(
+      `WITH matches AS MATERIALIZED (
                SELECT user_id, type, name, changed_at, id FROM name_change_events
                 WHERE ${SEARCH_KEY} LIKE ${QUERY_PREFIX}
                   AND (changed_at, id) > ($2::timestamptz, $3::bigint)
@@ -116,13 +113,13 @@ export class SearchRepository {
                FROM matches
               ORDER BY matches.changed_at, matches.id
               LIMIT $4`,
-      values: [
+      [
         criteria.name,
         criteria.after.at,
         criteria.after.id,
         criteria.limit,
         ...(typed ? [criteria.type] : []),
       ],
-    });
+    );
   }
 }

@@ -1,6 +1,6 @@
 import { DatabaseError } from 'pg';
-import type { DataSource } from 'typeorm';
-import { SqlService, StorageUnavailableError } from './sql.service.js';
+import { QueryFailedError } from 'typeorm';
+import { StorageUnavailableError, storageUnavailable } from './database.types.js';
 
 /** An error as pg raises it for an ErrorResponse of Postgres. */
 function postgresError(code: string, message: string, detail?: string): DatabaseError {
@@ -8,25 +8,16 @@ function postgresError(code: string, message: string, detail?: string): Database
   return Object.assign(error, { code, severity: 'ERROR', detail });
 }
 
-/** A SqlService whose every statement fails with `error`. */
-function failingWith(error: Error): SqlService {
-  const client = { query: () => Promise.reject(error) };
-  const runner = { connect: () => Promise.resolve(client), release: () => Promise.resolve() };
-  return new SqlService({ createQueryRunner: () => runner } as unknown as DataSource);
+/** What a statement failing with `error` comes to: TypeORM wraps what Postgres answered. */
+function failureOf(error: Error): StorageUnavailableError {
+  const failed =
+    error instanceof DatabaseError
+      ? new QueryFailedError('SELECT $1::bigint', ['x'], error)
+      : error;
+  return storageUnavailable(failed);
 }
 
-async function failureOf(error: Error): Promise<StorageUnavailableError> {
-  const failure: unknown = await failingWith(error)
-    .query('SELECT $1::bigint', ['x'])
-    .then(
-      () => undefined,
-      (rejected: unknown) => rejected,
-    );
-  expect(failure).toBeInstanceOf(StorageUnavailableError);
-  return failure as StorageUnavailableError;
-}
-
-describe('SqlService: the StorageUnavailableError of a failed statement', () => {
+describe('the StorageUnavailableError of a failed statement', () => {
   // Postgres' own messages, as it words them for these values.
   it.each([
     [
@@ -61,8 +52,8 @@ describe('SqlService: the StorageUnavailableError of a failed statement', () => 
     ],
   ])(
     'drops the value a data exception (%s) quotes, keeps the rest and the SQLSTATE',
-    async (code, message, kept) => {
-      const failure = await failureOf(postgresError(code, message));
+    (code, message, kept) => {
+      const failure = failureOf(postgresError(code, message));
       expect(failure.message).toBe(`${kept} (SQLSTATE ${code})`);
       // The stack repeats the message: the value is not there either.
       expect(failure.stack).toMatch(new RegExp(`^StorageUnavailableError: ${escape(kept)}`));
@@ -79,8 +70,8 @@ describe('SqlService: the StorageUnavailableError of a failed statement', () => 
     ['42P01', 'relation "name_change_events" does not exist'],
   ])(
     'keeps the message of another class (%s), its identifiers, and the SQLSTATE',
-    async (code, message) => {
-      const failure = await failureOf(
+    (code, message) => {
+      const failure = failureOf(
         // The detail, which quotes the row's values, is not kept.
         postgresError(code, message, 'Key (user_id)=(someone) already exists.'),
       );
@@ -89,8 +80,8 @@ describe('SqlService: the StorageUnavailableError of a failed statement', () => 
     },
   );
 
-  it('keeps the message of a connection failure as it is', async () => {
-    const failure = await failureOf(new Error('connect ECONNREFUSED 127.0.0.1:5432'));
+  it('keeps the message of a connection failure as it is', () => {
+    const failure = failureOf(new Error('connect ECONNREFUSED 127.0.0.1:5432'));
     expect(failure.message).toBe('connect ECONNREFUSED 127.0.0.1:5432');
   });
 });
