@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { withTimeout } from '../common/with-timeout.js';
-import { MetricsService } from '../metrics/metrics.service.js';
 import { NameEventBus } from './name-event-bus.js';
 
 const PING_TIMEOUT_MS = 2_000;
@@ -12,14 +11,7 @@ export class BusHealthIndicator {
   constructor(
     private readonly bus: NameEventBus,
     private readonly health: HealthIndicatorService,
-    metrics: MetricsService,
-  ) {
-    if (this.enabled) {
-      metrics.onCollect(async () =>
-        metrics.dependencyUp.set({ dependency: 'redis' }, (await this.isUp()) ? 1 : 0),
-      );
-    }
-  }
+  ) {}
 
   get enabled(): boolean {
     return this.bus.kind === 'redis';
@@ -33,9 +25,5 @@ export class BusHealthIndicator {
     } catch (error) {
       return indicator.down({ message: (error as Error).message });
     }
-  }
-
-  private async isUp(): Promise<boolean> {
-    return (await this.check()).redis.status === 'up';
   }
 }

@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { withTimeout } from '../common/with-timeout.js';
-import { MetricsService } from '../metrics/metrics.service.js';
 import { AppDataSource } from './app-data-source.js';
 
 const PING_TIMEOUT_MS = 2_000;
@@ -13,12 +12,7 @@ export class DatabaseHealthIndicator {
   constructor(
     @InjectDataSource() private readonly dataSource: AppDataSource,
     private readonly health: HealthIndicatorService,
-    metrics: MetricsService,
-  ) {
-    metrics.onCollect(async () =>
-      metrics.dependencyUp.set({ dependency: 'postgres' }, (await this.isUp()) ? 1 : 0),
-    );
-  }
+  ) {}
 
   async check() {
     const indicator = this.health.check('database');
@@ -29,9 +23,5 @@ export class DatabaseHealthIndicator {
     } catch (error) {
       return indicator.down({ message: (error as Error).message });
     }
-  }
-
-  private async isUp(): Promise<boolean> {
-    return (await this.check()).database.status === 'up';
   }
 }

@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
 import { DrainLoop } from '../common/drain-loop.js';
-import type { MetricsService } from '../metrics/metrics.service.js';
+import type { DetectorMetrics } from './detector.metrics.js';
 import type { KnownNamesRepository } from '../name-events/known-names.repository.js';
 import type { NameEventsService } from '../name-events/name-events.service.js';
 import type { PublishOutcome } from '../name-events/name-event.types.js';
@@ -24,7 +24,7 @@ export interface LaneContext {
   knownNames: KnownNamesRepository;
   progress: ShardProgressRepository;
   settings: DetectorSettings;
-  metrics: MetricsService;
+  metrics: DetectorMetrics;
   logger: Logger;
 }
 

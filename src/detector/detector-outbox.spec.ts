@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { BusUnavailableError } from '../bus/name-event-bus.js';
 import { StorageUnavailableError } from '../name-events/name-event.types.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { DetectorMetrics } from './detector.metrics.js';
 import type {
   KnownNameKey,
   KnownNameValue,
@@ -147,8 +148,8 @@ async function until(condition: () => boolean, timeoutMs = 3_000): Promise<void>
 }
 
 /** What the outbox counted in `metrics`, by source. */
-async function counted(metrics: MetricsService) {
-  const bySource = async (counter: MetricsService['detectorChanges']) => {
+async function counted(metrics: DetectorMetrics) {
+  const bySource = async (counter: DetectorMetrics['detectorChanges']) => {
     const { values } = await counter.get();
     return Object.fromEntries(values.map(({ labels, value }) => [String(labels.source), value]));
   };
@@ -166,7 +167,7 @@ describe('DetectorOutbox', () => {
   let logs: string[];
   let warnings: string[];
   let errors: string[];
-  let metrics: MetricsService;
+  let metrics: DetectorMetrics;
   const outboxes: DetectorOutbox[] = [];
 
   function outbox(
@@ -203,7 +204,7 @@ describe('DetectorOutbox', () => {
       publishRetryMaxMs: 100,
     };
     known = new MemoryKnownNames();
-    metrics = new MetricsService();
+    metrics = new DetectorMetrics(new MetricsService());
     logs = [];
     warnings = [];
     errors = [];

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { MetricsService } from '../metrics/metrics.service.js';
+import { DetectorMetrics } from './detector.metrics.js';
 import { KnownNamesRepository } from '../name-events/known-names.repository.js';
 import { NameEventsService } from '../name-events/name-events.service.js';
 import { USER_PARTITIONS, userPartitionOf } from '../name-events/name-event.types.js';
@@ -41,7 +41,7 @@ export class DetectorOutbox {
     knownNames: KnownNamesRepository,
     progress: ShardProgressRepository,
     @Inject(DETECTOR_SETTINGS) settings: DetectorSettings,
-    metrics: MetricsService,
+    metrics: DetectorMetrics,
   ) {
     const context = { nameEvents, knownNames, progress, settings, metrics, logger: this.logger };
     const count = settings.compareConcurrency;

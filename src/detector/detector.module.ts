@@ -16,6 +16,7 @@ import { detectorMigrations } from './migrations/index.js';
 import { NameChangeDetector } from './name-change-detector.js';
 import { ShardProgress } from './shard-progress.entity.js';
 import { ShardProgressRepository } from './shard-progress.repository.js';
+import { DetectorMetrics } from './detector.metrics.js';
 
 /**
  * Discord gateway → compared with the known names → publish path (stored, then broadcast),
@@ -30,6 +31,7 @@ import { ShardProgressRepository } from './shard-progress.repository.js';
 @Module({
   imports: [DatabaseModule, NameEventsModule, RedisModule],
   providers: [
+    DetectorMetrics,
     {
       provide: DETECTOR_SETTINGS,
       inject: [discordConfig.KEY],

@@ -11,6 +11,7 @@ import {
   type FakeDiscordOptions,
 } from '../../test/support/fake-discord.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { DetectorMetrics } from './detector.metrics.js';
 import { Clock } from './clock.js';
 import { LocalLeases } from '../redis/local-leases.js';
 import { LocalDetectorInstances } from './detector-instances.js';
@@ -106,10 +107,10 @@ describe('DiscordDetectorService', () => {
         identify: new LocalIdentifyGate(),
         sessions: new MemorySessionStore(),
       },
-      new NameChangeDetector(new Clock(), asOutbox, new MetricsService()),
+      new NameChangeDetector(new Clock(), asOutbox, new DetectorMetrics(new MetricsService())),
       new MemberListRequester(settings, asOutbox),
       asOutbox,
-      new MetricsService(),
+      new DetectorMetrics(new MetricsService()),
     );
     service.onApplicationBootstrap();
     return service;

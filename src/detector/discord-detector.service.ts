@@ -6,7 +6,7 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { GatewayCloseCodes, GatewayDispatchEvents } from 'discord.js';
-import { MetricsService } from '../metrics/metrics.service.js';
+import { DetectorMetrics } from './detector.metrics.js';
 import { Leases } from '../redis/leases.js';
 import { DETECTOR_COORDINATION, type DetectorCoordination } from './detector-coordination.js';
 import { DetectorOutbox } from './detector-outbox.js';
@@ -55,7 +55,7 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
     private readonly detector: NameChangeDetector,
     private readonly requester: MemberListRequester,
     private readonly outbox: DetectorOutbox,
-    private readonly metrics: MetricsService,
+    private readonly metrics: DetectorMetrics,
   ) {
     metrics.onCollect(() => {
       metrics.detectorShardCount.set(this.gateway?.shardCount ?? 0);

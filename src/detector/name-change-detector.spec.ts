@@ -4,6 +4,7 @@ import { GatewayDispatchEvents, GatewayOpcodes } from 'discord.js';
 import { testGateway } from '../../test/support/detector-gateway.js';
 import { apiMember, apiUser, FakeDiscord, manyMembers } from '../../test/support/fake-discord.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { DetectorMetrics } from './detector.metrics.js';
 import type { Clock } from './clock.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import type { MemberObservation } from './member-observation.js';
@@ -51,12 +52,12 @@ describe('NameChangeDetector on the gateway connections, over the gateway protoc
   let gateway: ReturnType<typeof testGateway>;
   let outbox: RecordingOutbox;
   let stop: () => void;
-  let metrics: MetricsService;
+  let metrics: DetectorMetrics;
   const large = manyMembers(60, 710000000000000000n, 'member');
 
   beforeEach(async () => {
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
-    metrics = new MetricsService();
+    metrics = new DetectorMetrics(new MetricsService());
     discord = await FakeDiscord.start({
       shardCount: 2,
       guilds: [
@@ -209,7 +210,7 @@ function figures(runs: Set<ReconciliationRun>) {
 }
 
 /** Full views done: counted, and timed once each. */
-async function reconciliations(metrics: MetricsService) {
+async function reconciliations(metrics: DetectorMetrics) {
   const [count] = (await metrics.detectorReconciliations.get()).values;
   const timed = (await metrics.detectorReconciliationDuration.get()).values.find(
     (v) => v.metricName === 'name_history_detector_reconciliation_duration_seconds_count',

@@ -6,7 +6,7 @@ import {
   type GatewayGuildCreateDispatchData,
   type GatewayGuildMembersChunkDispatchData,
 } from 'discord.js';
-import { MetricsService } from '../metrics/metrics.service.js';
+import { DetectorMetrics } from './detector.metrics.js';
 import { Clock } from './clock.js';
 import type { DiscordGateway } from './discord-gateway.js';
 import type { DispatchContext, Hold } from './shard-connection.js';
@@ -40,7 +40,7 @@ export class NameChangeDetector {
   constructor(
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
-    private readonly metrics: MetricsService,
+    private readonly metrics: DetectorMetrics,
   ) {}
 
   /** Starts watching the gateway's dispatches; returns the function that stops. */
@@ -69,7 +69,7 @@ class DispatchWatcher {
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
     private readonly logger: Logger,
-    private readonly metrics: MetricsService,
+    private readonly metrics: DetectorMetrics,
   ) {}
 
   /**

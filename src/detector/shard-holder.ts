@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { MetricsService } from '../metrics/metrics.service.js';
+import type { DetectorMetrics } from './detector.metrics.js';
 import type { Lease, Leases } from '../redis/leases.js';
 import type { DetectorInstances } from './detector-instances.js';
 import type { DiscordGateway } from './discord-gateway.js';
@@ -33,7 +33,7 @@ export class ShardHolder {
     private readonly instances: DetectorInstances,
     private readonly token: string,
     private readonly leaseMs: number,
-    private readonly metrics: MetricsService,
+    private readonly metrics: DetectorMetrics,
   ) {}
 
   private get everyMs(): number {

@@ -27,7 +27,7 @@ import { RetryLaterException } from '../common/http-exception.filter.js';
 import { requestIdOf } from '../common/logger.js';
 import { StorageUnavailableError } from '../database/database.types.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { MetricsService } from '../metrics/metrics.service.js';
+import { EventsMetrics } from './events.metrics.js';
 import {
   ListenerOverflowError,
   NameEventStreams,
@@ -97,7 +97,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
 
   constructor(
     private readonly nameEvents: NameEventStreams,
-    private readonly metrics: MetricsService,
+    private readonly metrics: EventsMetrics,
     @InjectConfig(sseConfig) private readonly sse: ConfigOf<typeof sseConfig>,
   ) {
     const keepAlive$ = interval(sse.keepAliveMs).pipe(

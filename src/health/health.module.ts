@@ -4,6 +4,7 @@ import { Owns } from '../config/owns.decorator.js';
 import { BusModule } from '../bus/bus.module.js';
 import { DatabaseModule } from '../database/database.module.js';
 import { HealthController } from './health.controller.js';
+import { HealthMetrics } from './health.metrics.js';
 import { HttpDrainService } from './http-drain.service.js';
 
 /**
@@ -14,7 +15,7 @@ import { HttpDrainService } from './http-drain.service.js';
 @Module({
   imports: [TerminusModule.forRoot({ logger: false }), DatabaseModule, BusModule],
   controllers: [HealthController],
-  providers: [HttpDrainService],
+  providers: [HttpDrainService, HealthMetrics],
   exports: [HttpDrainService],
 })
 export class HealthModule {}

@@ -3,7 +3,7 @@ import { Owns } from '../config/owns.decorator.js';
 import { MetricsController } from './metrics.controller.js';
 import { MetricsService } from './metrics.service.js';
 
-/** Prometheus metrics at /api/metrics; every module may record into MetricsService. */
+/** /api/metrics: the registry that each module's `<feature>.metrics.ts` fills. */
 @Owns({ apiTags: [{ name: 'operations', description: 'Metrics' }] })
 @Global()
 @Module({

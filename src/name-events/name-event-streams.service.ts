@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { BusUnavailableError, NameEventBus } from '../bus/name-event-bus.js';
 import { withTimeout } from '../common/with-timeout.js';
-import { MetricsService } from '../metrics/metrics.service.js';
+import { NameEventsMetrics } from './name-events.metrics.js';
 import { NameChangeEventRepository } from './name-change-event.repository.js';
 import { NameEventStream, type StreamPacing } from './name-event-stream.js';
 
@@ -46,7 +46,7 @@ export class NameEventStreams {
   constructor(
     private readonly events: NameChangeEventRepository,
     private readonly bus: NameEventBus,
-    private readonly metrics: MetricsService,
+    private readonly metrics: NameEventsMetrics,
   ) {}
 
   /**

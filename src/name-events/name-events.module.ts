@@ -23,6 +23,7 @@ import { NameEventsService } from './name-events.service.js';
 import { NameHistoryRepository } from './name-history.repository.js';
 import { NameSearchRepository } from './name-search.repository.js';
 import { RecordingGuards } from './recording-guards.service.js';
+import { NameEventsMetrics } from './name-events.metrics.js';
 
 /**
  * The name-event domain. What it offers the other modules:
@@ -50,6 +51,7 @@ import { RecordingGuards } from './recording-guards.service.js';
 @Module({
   imports: [BusModule, DatabaseModule, DiscoveryModule, EventEmitterModule.forRoot(), RedisModule],
   providers: [
+    NameEventsMetrics,
     NameChangeEventRepository,
     NameHistoryRepository,
     NameSearchRepository,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { BusUnavailableError, NameEventBus } from '../bus/name-event-bus.js';
-import { MetricsService } from '../metrics/metrics.service.js';
+import { NameEventsMetrics } from './name-events.metrics.js';
 import { KnownNamesRepository } from './known-names.repository.js';
 import { NameChangeEventRepository, type StoredOutcome } from './name-change-event.repository.js';
 import { NameEventLocks } from './name-event-locks.js';
@@ -29,7 +29,7 @@ export class NameEventsService {
     private readonly locks: NameEventLocks,
     private readonly guards: RecordingGuards,
     private readonly bus: NameEventBus,
-    private readonly metrics: MetricsService,
+    private readonly metrics: NameEventsMetrics,
     private readonly removals: NameEventRemovals,
   ) {}
 

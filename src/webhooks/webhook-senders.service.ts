@@ -5,10 +5,10 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { MetricsService } from '../metrics/metrics.service.js';
 import { OnNameEvent } from '../name-events/on-name-event.decorator.js';
 import { NameEventLogRepository } from '../name-events/name-event-log.repository.js';
 import { NameEventRemovals } from '../name-events/name-event-removals.service.js';
+import { WebhooksMetrics } from './webhooks.metrics.js';
 import { LeaseCompetition } from '../redis/lease-competition.js';
 import { Leases } from '../redis/leases.js';
 import { positionOf, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
@@ -34,8 +34,6 @@ interface Sender {
 export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Webhooks');
   private readonly senders = new Map<string, Sender>();
-  private readonly attempts;
-  private readonly pending;
   private syncTimer?: NodeJS.Timeout;
   private stopped = false;
   /** How many `events.removed` this instance heard. */
@@ -47,18 +45,8 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly log: NameEventLogRepository,
     private readonly nameEventRemovals: NameEventRemovals,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
-    metrics: MetricsService,
+    private readonly metrics: WebhooksMetrics,
   ) {
-    this.attempts = metrics.counter({
-      name: 'name_history_webhook_deliveries_total',
-      help: 'Delivery attempts to a webhook endpoint from this instance, by outcome (delivered: 2xx; rejected: another status; gone: 410; timeout; error: no answer; refused: the target failed the address check)',
-      labelNames: ['endpoint', 'outcome'],
-    });
-    this.pending = metrics.gauge({
-      name: 'name_history_webhook_pending_events',
-      help: 'Events matching a webhook endpoint, stored and not yet delivered to it',
-      labelNames: ['endpoint'],
-    });
     metrics.onCollect(() => this.collectPending());
   }
 
@@ -121,7 +109,8 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
         log: this.log,
         allowPrivateTargets: this.config.allowPrivateTargets,
         pollMs: this.config.pollMs,
-        attempted: (outcome: DeliveryOutcome) => this.attempts.inc({ endpoint: id, outcome }),
+        attempted: (outcome: DeliveryOutcome) =>
+          this.metrics.attempts.inc({ endpoint: id, outcome }),
         removals: () => this.removals,
         heardEverywhere: () => this.nameEventRemovals.heardEverywhere,
       },
@@ -151,7 +140,7 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
   private async collectPending(): Promise<void> {
     const endpoints = await this.endpoints.findAll();
     const counts = await this.log.countAfter(endpoints.map(positionOf));
-    this.pending.reset();
-    endpoints.forEach(({ id }, i) => this.pending.set({ endpoint: id }, counts[i]));
+    this.metrics.pending.reset();
+    endpoints.forEach(({ id }, i) => this.metrics.pending.set({ endpoint: id }, counts[i]));
   }
 }

@@ -11,6 +11,7 @@ import { WebhookEndpointsService } from './webhook-endpoints.service.js';
 import { WebhookEventsConsumer } from './webhook-events.consumer.js';
 import { WebhookSenders } from './webhook-senders.service.js';
 import { webhooksConfig } from './webhooks.config.js';
+import { WebhooksMetrics } from './webhooks.metrics.js';
 
 /**
  * Outbound webhooks: the endpoint routes (administration, off unless ADMIN_TOKEN is set),
@@ -34,6 +35,7 @@ import { webhooksConfig } from './webhooks.config.js';
   imports: [DatabaseModule, NameEventsModule, RedisModule],
   controllers: [WebhookEndpointsController],
   providers: [
+    WebhooksMetrics,
     WebhookEndpointsService,
     WebhookEndpointsRepository,
     WebhookSenders,

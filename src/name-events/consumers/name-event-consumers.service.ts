@@ -8,7 +8,7 @@ import {
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { InjectConfig, type ConfigOf } from '../../config/config-section.js';
-import { MetricsService } from '../../metrics/metrics.service.js';
+import { NameEventsMetrics } from '../name-events.metrics.js';
 import { LeaseCompetition } from '../../redis/lease-competition.js';
 import { Leases } from '../../redis/leases.js';
 import { NameChangeEventRepository } from '../name-change-event.repository.js';
@@ -46,10 +46,6 @@ export class NameEventConsumers implements OnApplicationBootstrap, OnModuleDestr
   private readonly logger = new Logger('Consumers');
   private readonly consumers: Running[] = [];
   private readonly stored = new WakeSignal();
-  private readonly handledTotal;
-  private readonly failuresTotal;
-  private readonly lagEvents;
-  private readonly lagSeconds;
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -59,29 +55,9 @@ export class NameEventConsumers implements OnApplicationBootstrap, OnModuleDestr
     private readonly positions: ConsumerPositionsRepository,
     nameEvents: NameEventsService,
     @InjectConfig(consumersConfig) private readonly config: ConfigOf<typeof consumersConfig>,
-    metrics: MetricsService,
+    private readonly metrics: NameEventsMetrics,
   ) {
     nameEvents.onStored(() => this.stored.notify());
-    this.handledTotal = metrics.counter({
-      name: 'name_history_consumer_events_total',
-      help: 'Events a consumer of the event log handled on this instance',
-      labelNames: ['consumer'],
-    });
-    this.failuresTotal = metrics.counter({
-      name: 'name_history_consumer_failures_total',
-      help: 'Batches a consumer of the event log failed on this instance (each is tried again)',
-      labelNames: ['consumer'],
-    });
-    this.lagEvents = metrics.gauge({
-      name: 'name_history_consumer_lag_events',
-      help: 'Events stored after the position of a consumer of the event log (counted up to a million)',
-      labelNames: ['consumer'],
-    });
-    this.lagSeconds = metrics.gauge({
-      name: 'name_history_consumer_lag_seconds',
-      help: 'How long the oldest event a consumer of the event log has not handled has been stored',
-      labelNames: ['consumer'],
-    });
     metrics.onCollect(() => this.collectLag());
   }
 
@@ -141,8 +117,8 @@ export class NameEventConsumers implements OnApplicationBootstrap, OnModuleDestr
         positions: this.positions,
         reading: () => (since = this.stored.generation),
         nextWake: (ms, abort) => this.stored.after(since, ms, abort),
-        handled: (count) => this.handledTotal.inc({ consumer: name }, count),
-        failed: () => this.failuresTotal.inc({ consumer: name }),
+        handled: (count) => this.metrics.consumerEvents.inc({ consumer: name }, count),
+        failed: () => this.metrics.consumerFailures.inc({ consumer: name }),
       },
       signal,
     );
@@ -152,8 +128,8 @@ export class NameEventConsumers implements OnApplicationBootstrap, OnModuleDestr
     await Promise.all(
       this.consumers.map(async ({ options: { name } }) => {
         const lag = await this.positions.lag(name, LAG_COUNT_CAP);
-        this.lagEvents.set({ consumer: name }, lag.events);
-        this.lagSeconds.set({ consumer: name }, lag.seconds);
+        this.metrics.consumerLagEvents.set({ consumer: name }, lag.events);
+        this.metrics.consumerLagSeconds.set({ consumer: name }, lag.seconds);
       }),
     );
   }
