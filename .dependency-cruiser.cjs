@@ -1,23 +1,17 @@
 /**
  * The module boundaries of src/, checked by `npm run lint` (dependency-cruiser).
  *
- * A feature folder uses another only through what that folder offers: its Nest module and
- * the files of what the module exports (services, guards, health indicators, the name-event
- * domain's types, entities and repository, the bus interface, the Redis connections) and
- * the event's wire schema, which the publish body defines and the stream and history derive.
- * Everything else in a folder is its own business. `common/`, `config/` and `platform/` (the
- * adaptations of Express, Node's HTTP server and Nest) are shared by all.
+ * A feature folder uses another only through that folder's public file, its `index.ts`: the
+ * Nest module and what the module exports (services, repositories, guards, decorators, the
+ * domain's types and events). Everything else in a folder is its own business. `common/`,
+ * `config/` and `platform/` (the adaptations of Express, Node's HTTP server and Nest) are
+ * shared by all.
  *
  * And what ships: the service imports only packages in package.json's `dependencies`, the
  * ones the image keeps (`npm run test:image` runs that tree).
  */
-const PUBLIC_FILE = [
-  '[.](module|service|types|guard|health|entity|repository|decorator)[.]ts$',
-  '/name-event-bus[.]ts$',
-  '/publish/name-change-event[.]dto[.]ts$',
-  '/redis-connections[.]ts$',
-  '/(leases|lease-competition)[.]ts$',
-].join('|');
+/** A folder's public file: what it offers the others, and all they may import of it. */
+const PUBLIC_FILE = '^src/[^/]+/index[.]ts$';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -46,7 +40,8 @@ module.exports = {
       severity: 'error',
       comment: 'Modules that import each other, directly or not.',
       from: { path: '^src/' },
-      to: { circular: true },
+      // Through imports that load code: a type-only import is erased by the build.
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
     },
     {
       name: 'src-not-from-tests',

@@ -1,7 +1,6 @@
 import { Logger, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { RedisConnections } from '../redis/redis-connections.js';
-import { RedisModule } from '../redis/redis.module.js';
+import { RedisConnections, RedisModule } from '../redis/index.js';
 import { BusHealthIndicator } from './bus.health.js';
 import { BusMetrics } from './bus.metrics.js';
 import { InProcessNameEventBus } from './in-process-name-event.bus.js';

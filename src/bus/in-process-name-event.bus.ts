@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Subject } from 'rxjs';
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import type { StoredNameEvent } from '../name-events/index.js';
 import { BusSubscription, NameEventBus, NameEventDelivery } from './name-event-bus.js';
 
 /** The bus of a single instance (no Redis): delivery is a function call. */

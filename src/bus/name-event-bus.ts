@@ -1,5 +1,5 @@
 import type { Observable } from 'rxjs';
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import type { StoredNameEvent } from '../name-events/index.js';
 
 /** An event as the bus delivers it to an instance. */
 export interface NameEventDelivery {

@@ -2,8 +2,8 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { withTimeout } from '../common/with-timeout.js';
 import type { BusMetrics } from './bus.metrics.js';
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
-import { RedisConnections } from '../redis/redis-connections.js';
+import type { StoredNameEvent } from '../name-events/index.js';
+import { RedisConnections } from '../redis/index.js';
 import { BusUnavailableError } from './name-event-bus.js';
 import { RedisPubSubBus } from './redis-pub-sub.bus.js';
 

@@ -1,7 +1,7 @@
 import { Logger, OnModuleDestroy } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import type { BusMetrics } from './bus.metrics.js';
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import type { StoredNameEvent } from '../name-events/index.js';
 import {
   BusSubscription,
   BusUnavailableError,

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { StorageUnavailableError } from '../database/database.types.js';
+import { StorageUnavailableError } from '../database/index.js';
 
 /** Base64url characters of a cursor's signature: the first 128 bits of its HMAC-SHA256. */
 const SIGNATURE_LENGTH = 22;

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
-import { DatabaseModule } from '../database/database.module.js';
+import { DatabaseModule } from '../database/index.js';
 import { CursorSigner } from './cursor-signer.service.js';
 import { cursorsMigrations } from './migrations/index.js';
 

@@ -1,11 +1,13 @@
 import type { Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
-import { BusUnavailableError } from '../bus/name-event-bus.js';
+import { BusUnavailableError } from '../bus/index.js';
 import { DrainLoop } from '../common/drain-loop.js';
 import type { DetectorMetrics } from './detector.metrics.js';
-import type { KnownNamesRepository } from '../name-events/known-names.repository.js';
-import type { NameEventsService } from '../name-events/name-events.service.js';
-import type { PublishOutcome } from '../name-events/name-event.types.js';
+import type {
+  KnownNamesRepository,
+  NameEventsService,
+  PublishOutcome,
+} from '../name-events/index.js';
 import type { DetectorSettings } from './detector.settings.js';
 import type { ShardProgressRepository } from './shard-progress.repository.js';
 import type { MemberObservation } from './member-observation.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { RedisConnections } from '../redis/redis-connections.js';
+import { RedisConnections } from '../redis/index.js';
 import {
   LocalDetectorInstances,
   RedisDetectorInstances,

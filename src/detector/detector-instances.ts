@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis/redis-connections.js';
+import type { RedisClient } from '../redis/index.js';
 import { once } from 'node:events';
 import { withTimeout } from '../common/with-timeout.js';
 

@@ -1,8 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DetectorMetrics } from './detector.metrics.js';
-import { KnownNamesRepository } from '../name-events/known-names.repository.js';
-import { NameEventsService } from '../name-events/name-events.service.js';
-import { USER_PARTITIONS, userPartitionOf } from '../name-events/name-event.types.js';
+import {
+  KnownNamesRepository,
+  NameEventsService,
+  USER_PARTITIONS,
+  userPartitionOf,
+} from '../name-events/index.js';
 import { CompareLane } from './compare-lane.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import type { MemberObservation } from './member-observation.js';

@@ -10,7 +10,7 @@ import {
 } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
 import { ToBoolean, ToInteger } from '../config/transforms.js';
-import { USER_PARTITIONS } from '../name-events/name-event.types.js';
+import { USER_PARTITIONS } from '../name-events/index.js';
 
 export class DiscordVariables {
   @Variable('Discord bot token for the detector', { default: 'unset: detector off', secret: true })

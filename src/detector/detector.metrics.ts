@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ModuleMetrics } from '../metrics/metrics.service.js';
+import { ModuleMetrics } from '../metrics/index.js';
 
 /** The detector's backlog, comparisons, shards and sessions. */
 @Injectable()

@@ -1,10 +1,9 @@
 import { Module } from '@nestjs/common';
 import type { ConfigOf } from '../config/config-section.js';
 import { Owns } from '../config/owns.decorator.js';
-import { DatabaseModule } from '../database/database.module.js';
-import { NameEventsModule } from '../name-events/name-events.module.js';
-import { RedisConnections } from '../redis/redis-connections.js';
-import { RedisModule } from '../redis/redis.module.js';
+import { DatabaseModule } from '../database/index.js';
+import { NameEventsModule } from '../name-events/index.js';
+import { RedisConnections, RedisModule } from '../redis/index.js';
 import { Clock } from './clock.js';
 import { discordConfig } from './detector.config.js';
 import { DETECTOR_COORDINATION, detectorCoordination } from './detector-coordination.js';

@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { GatewayCloseCodes, GatewayDispatchEvents } from 'discord.js';
 import { DetectorMetrics } from './detector.metrics.js';
-import { Leases } from '../redis/leases.js';
+import { Leases } from '../redis/index.js';
 import { DETECTOR_COORDINATION, type DetectorCoordination } from './detector-coordination.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';

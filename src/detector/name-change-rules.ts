@@ -1,11 +1,11 @@
-import type { NameType } from '../name-events/name-event.types.js';
-import type { KnownNameField } from '../name-events/known-names.repository.js';
 import type {
+  KnownNameField,
   KnownNameKey,
   KnownNameValue,
+  NameType,
+  NewNameEvent as NameChange,
   ObservedMember,
-} from '../name-events/known-names.repository.js';
-import type { NewNameEvent as NameChange } from '../name-events/name-event.types.js';
+} from '../name-events/index.js';
 import type { MemberObservation } from './member-observation.js';
 
 /** What the history can store (the contract's `name`): 1-256 code points, no NUL, well-formed. */

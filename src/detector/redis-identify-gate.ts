@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis/redis-connections.js';
+import type { RedisClient } from '../redis/index.js';
 import type { APIGatewaySessionStartLimit } from 'discord.js';
 import {
   DAY_MS,

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../redis/redis-connections.js';
+import type { RedisClient } from '../redis/index.js';
 import type { SessionStore, StoredSession } from './shard-connection.js';
 
 /** Long past any session Discord still resumes: only so that keys do not pile up. */

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { DetectorMetrics } from './detector.metrics.js';
-import type { Lease, Leases } from '../redis/leases.js';
+import type { Lease, Leases } from '../redis/index.js';
 import type { DetectorInstances } from './detector-instances.js';
 import type { DiscordGateway } from './discord-gateway.js';
 import { planShards } from './shard-plan.js';

@@ -1,7 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { userPartitionOf } from '../name-events/name-event.types.js';
+import { userPartitionOf } from '../name-events/index.js';
 import type { MemberObservation } from './member-observation.js';
 
 /**

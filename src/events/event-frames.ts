@@ -1,4 +1,4 @@
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import type { StoredNameEvent } from '../name-events/index.js';
 import type { Frame } from './listener-buffer.js';
 
 /** The keep-alive comment, `: keep-alive\n\n`: one frozen message for every listener. */

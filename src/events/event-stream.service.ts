@@ -25,16 +25,16 @@ import {
 } from 'rxjs';
 import { RetryLaterException } from '../common/http-exception.filter.js';
 import { requestIdOf } from '../common/logger.js';
-import { StorageUnavailableError } from '../database/database.types.js';
+import { StorageUnavailableError } from '../database/index.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { EventsMetrics } from './events.metrics.js';
 import {
   ListenerOverflowError,
   NameEventStreams,
   type OpenedStream,
+  type StoredNameEvent,
   type StreamPacing,
-} from '../name-events/name-event-streams.service.js';
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
+} from '../name-events/index.js';
 import { EventFrames, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
 import { ListenerAddresses } from './listener-addresses.js';

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
 import { MAX_POSTGRES_BIGINT } from '../common/postgres-bigint.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
-import { SentNameChangeEventDto } from '../publish/name-change-event.dto.js';
+import { SentNameChangeEventDto } from '../publish/index.js';
 
 export const EVENT_ID_PATTERN = /^\d{1,19}$/;
 export const EVENT_ID_MESSAGE = 'must be a stored event id (a non-negative integer)';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ModuleMetrics } from '../metrics/metrics.service.js';
+import { ModuleMetrics } from '../metrics/index.js';
 
 /** The stream's listeners. */
 @Injectable()

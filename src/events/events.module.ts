@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
 import { sseConfig } from './events.config.js';
-import { NameEventsModule } from '../name-events/name-events.module.js';
+import { NameEventsModule } from '../name-events/index.js';
 import { EventsController } from './events.controller.js';
 import { EventStreamService } from './event-stream.service.js';
 import { EventsMetrics } from './events.metrics.js';

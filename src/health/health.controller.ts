@@ -3,8 +3,8 @@ import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/sw
 import { type HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
 import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
 import { NoAccessLog } from '../common/route-traits.js';
-import { BusHealthIndicator } from '../bus/bus.health.js';
-import { DatabaseHealthIndicator } from '../database/database.health.js';
+import { BusHealthIndicator } from '../bus/index.js';
+import { DatabaseHealthIndicator } from '../database/index.js';
 import { HealthDependencyDto, HealthResponseDto } from './health.dto.js';
 import { HttpDrainService } from './http-drain.service.js';
 

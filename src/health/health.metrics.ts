@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { BusHealthIndicator } from '../bus/bus.health.js';
-import { DatabaseHealthIndicator } from '../database/database.health.js';
-import { MetricsService, ModuleMetrics } from '../metrics/metrics.service.js';
+import { BusHealthIndicator } from '../bus/index.js';
+import { DatabaseHealthIndicator } from '../database/index.js';
+import { MetricsService, ModuleMetrics } from '../metrics/index.js';
 
 /** Whether the dependencies answer, at every scrape. */
 @Injectable()

@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { Owns } from '../config/owns.decorator.js';
-import { BusModule } from '../bus/bus.module.js';
-import { DatabaseModule } from '../database/database.module.js';
+import { BusModule } from '../bus/index.js';
+import { DatabaseModule } from '../database/index.js';
 import { HealthController } from './health.controller.js';
 import { HealthMetrics } from './health.metrics.js';
 import { HttpDrainService } from './http-drain.service.js';

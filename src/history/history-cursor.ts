@@ -1,6 +1,6 @@
 import { storedPositionOf } from '../common/opaque-cursor.js';
-import type { CursorSigner } from '../cursors/cursor-signer.service.js';
-import type { HistoryPosition } from '../name-events/name-history.repository.js';
+import type { CursorSigner } from '../cursors/index.js';
+import type { HistoryPosition } from '../name-events/index.js';
 
 /**
  * Which way a cursor leads: `next` to the entries after its position, `prev` to the entries

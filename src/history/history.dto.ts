@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { IsZonedTimestamp } from '../common/timestamp.js';
-import { SentNameChangeEventDto } from '../publish/name-change-event.dto.js';
+import { SentNameChangeEventDto } from '../publish/index.js';
 
 export const HISTORY_MAX_LIMIT = 1000;
 const LIMIT_MESSAGE = `limit must be an integer between 1 and ${HISTORY_MAX_LIMIT}`;

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
-import { CursorsModule } from '../cursors/cursors.module.js';
-import { NameEventsModule } from '../name-events/name-events.module.js';
+import { CursorsModule } from '../cursors/index.js';
+import { NameEventsModule } from '../name-events/index.js';
 import { historyConfig } from './history.config.js';
 import { HistoryController } from './history.controller.js';
 import { HistoryService } from './history.service.js';

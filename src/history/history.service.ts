@@ -3,16 +3,16 @@ import pLimit from 'p-limit';
 import { RetryLaterException } from '../common/http-exception.filter.js';
 import { MAX_POSTGRES_BIGINT } from '../common/postgres-bigint.js';
 import { parseZonedTimestamp } from '../common/timestamp.js';
-import { CursorSigner } from '../cursors/cursor-signer.service.js';
+import { CursorSigner } from '../cursors/index.js';
 import {
   HISTORY_END,
   HISTORY_START,
   NameHistoryRepository,
   type HistoryPosition,
-} from '../name-events/name-history.repository.js';
+  type NameEntry,
+} from '../name-events/index.js';
 import { decodeCursor, encodeCursor, type CursorDirection } from './history-cursor.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import type { NameEntry } from '../name-events/name-event.types.js';
 import { historyConfig } from './history.config.js';
 import { CURSOR_MESSAGE, type HistoryQueryDto, type HistoryResponseDto } from './history.dto.js';
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { textArray } from '../database/database.types.js';
+import { textArray } from '../database/index.js';
 
 /** The names the detector compares: a user's own two (known_users) and a member's nickname. */
 export type KnownNameField = 'username' | 'global_name' | 'nickname';

@@ -1,7 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { DatabaseSessions } from '../database/database-sessions.service.js';
+import { DatabaseSessions } from '../database/index.js';
 import { userPartitionOf } from './name-event.types.js';
 
 /**

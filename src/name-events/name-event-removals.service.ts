@@ -3,7 +3,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import { Injectable } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { randomUUID } from 'node:crypto';
-import { PostgresNotifications } from '../database/postgres-notifications.service.js';
+import { PostgresNotifications } from '../database/index.js';
 import type { NameDomainEvents } from './name-event.types.js';
 
 /** The domain's channel: every instance listens, and hears the others' removals. */

@@ -1,5 +1,5 @@
 import { Observable, type Subscriber } from 'rxjs';
-import type { BusSubscription } from '../bus/name-event-bus.js';
+import type { BusSubscription } from '../bus/index.js';
 import type { StoredNameEvent } from './name-event.types.js';
 
 /** The stored events a resume replays: ids `first` to `last`, both included. */

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import { BusUnavailableError, NameEventBus } from '../bus/name-event-bus.js';
+import { BusUnavailableError, NameEventBus } from '../bus/index.js';
 import { withTimeout } from '../common/with-timeout.js';
 import { NameEventsMetrics } from './name-events.metrics.js';
 import { NameChangeEventRepository } from './name-change-event.repository.js';

@@ -74,7 +74,7 @@ export interface NameDomainEvents {
   'events.removed': EventsRemovedEvent;
 }
 
-export { StorageUnavailableError } from '../database/database.types.js';
+export { StorageUnavailableError } from '../database/index.js';
 
 /** A publish for a user a RecordingGuard refuses (who opted out): nothing was stored or broadcast. */
 export class RecordingRefusedError extends Error {

@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { EventEmitterModule } from '@nestjs/event-emitter';
-import { BusModule } from '../bus/bus.module.js';
-import { RedisModule } from '../redis/redis.module.js';
+import { BusModule } from '../bus/index.js';
+import { RedisModule } from '../redis/index.js';
 import { Owns } from '../config/owns.decorator.js';
-import { DatabaseModule } from '../database/database.module.js';
+import { DatabaseModule } from '../database/index.js';
 import { ConsumerPositionsRepository } from './consumers/consumer-positions.repository.js';
 import { consumersConfig } from './consumers/consumers.config.js';
 import { NameEventConsumerPosition } from './consumers/name-event-consumer.entity.js';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { BusUnavailableError, NameEventBus } from '../bus/name-event-bus.js';
+import { BusUnavailableError, NameEventBus } from '../bus/index.js';
 import { NameEventsMetrics } from './name-events.metrics.js';
 import { KnownNamesRepository } from './known-names.repository.js';
 import { NameChangeEventRepository, type StoredOutcome } from './name-change-event.repository.js';

@@ -1,5 +1,5 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { RecordingGuards, type RecordingGuard } from '../name-events/recording-guards.service.js';
+import { RecordingGuards, type RecordingGuard } from '../name-events/index.js';
 import { OptOutsRepository } from './opt-outs.repository.js';
 
 /**

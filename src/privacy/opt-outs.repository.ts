@@ -1,7 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { textArray } from '../database/database.types.js';
+import { textArray } from '../database/index.js';
 
 /** Every query on user_opt_outs. Statements join the caller's unit of work. */
 @Injectable()

@@ -2,7 +2,7 @@ import { applyDecorators, Controller, Delete, Get, Put } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
-import { RequireToken } from '../auth/require-token.decorator.js';
+import { RequireToken } from '../auth/index.js';
 import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
 import { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
 import { PrivacyService } from './privacy.service.js';

@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
-import { DatabaseModule } from '../database/database.module.js';
-import { NameEventsModule } from '../name-events/name-events.module.js';
-import { RedisModule } from '../redis/redis.module.js';
+import { DatabaseModule } from '../database/index.js';
+import { NameEventsModule } from '../name-events/index.js';
+import { RedisModule } from '../redis/index.js';
 import { privacyMigrations } from './migrations/index.js';
 import { OptOutRecordingGuard } from './opt-out.guard.js';
 import { OptOutsRepository } from './opt-outs.repository.js';

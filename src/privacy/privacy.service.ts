@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { NameEventsService } from '../name-events/name-events.service.js';
+import { NameEventsService } from '../name-events/index.js';
 import { OptOutsRepository } from './opt-outs.repository.js';
 import type { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
 import { PrivacyMetrics } from './privacy.metrics.js';

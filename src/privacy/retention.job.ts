@@ -5,10 +5,10 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { NameEventsService } from '../name-events/name-events.service.js';
+import { NameEventsService } from '../name-events/index.js';
 import { retentionConfig } from './privacy.config.js';
 import { PrivacyMetrics } from './privacy.metrics.js';
-import { Leases, type Lease } from '../redis/leases.js';
+import { Leases, type Lease } from '../redis/index.js';
 
 const DAY_MS = 86_400_000;
 

@@ -3,7 +3,7 @@ import { IsDefined, IsIn, IsString } from 'class-validator';
 import { CodePointLength, IsStorableText } from '../common/string-rules.js';
 import { IsZonedTimestamp } from '../common/timestamp.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
-import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
+import { NAME_TYPES, type NameType } from '../name-events/index.js';
 
 export const NAME_MAX_LENGTH = 256;
 

@@ -3,11 +3,8 @@ import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
 import { NO_LISTENERS_MESSAGE } from './publish.errors.js';
-import { RequireToken } from '../auth/require-token.decorator.js';
-import {
-  PublishRateLimitGuard,
-  RATE_LIMITED_MESSAGE,
-} from '../rate-limit/publish-rate-limit.guard.js';
+import { RequireToken } from '../auth/index.js';
+import { PublishRateLimitGuard, RATE_LIMITED_MESSAGE } from '../rate-limit/index.js';
 import { PublishService } from './publish.service.js';
 
 @ApiTags('events')

@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
 import { publishConfig } from './publish.config.js';
-import { NameEventsModule } from '../name-events/name-events.module.js';
-import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
+import { NameEventsModule } from '../name-events/index.js';
+import { RateLimitModule } from '../rate-limit/index.js';
 import { PublishController } from './publish.controller.js';
 import { PublishService } from './publish.service.js';
 

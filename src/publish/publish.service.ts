@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { BusUnavailableError } from '../bus/name-event-bus.js';
+import { BusUnavailableError } from '../bus/index.js';
 import { parseZonedTimestamp } from '../common/timestamp.js';
-import { NameEventsService } from '../name-events/name-events.service.js';
-import { RecordingRefusedError, StorageUnavailableError } from '../name-events/name-event.types.js';
+import {
+  NameEventsService,
+  RecordingRefusedError,
+  StorageUnavailableError,
+} from '../name-events/index.js';
 import type { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
 import {
   DeliveryFailedException,

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
-import { RedisModule } from '../redis/redis.module.js';
+import { RedisModule } from '../redis/index.js';
 import { PublishRateLimitGuard } from './publish-rate-limit.guard.js';
 import { rateLimitConfig } from './rate-limit.config.js';
 import { RateLimitService } from './rate-limit.service.js';

@@ -7,7 +7,7 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from 'rate-limiter-flexible';
-import { RedisConnections, type RedisClient } from '../redis/redis-connections.js';
+import { RedisConnections, type RedisClient } from '../redis/index.js';
 
 /** A budget of requests: `limit` per `windowMs` for each key (0: off). */
 export interface RateLimitBudget {

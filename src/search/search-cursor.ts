@@ -1,6 +1,6 @@
 import { storedPositionOf, type StoredPosition } from '../common/opaque-cursor.js';
-import type { CursorSigner } from '../cursors/cursor-signer.service.js';
-import { NAME_TYPES } from '../name-events/name-event.types.js';
+import type { CursorSigner } from '../cursors/index.js';
+import { NAME_TYPES } from '../name-events/index.js';
 import { SEARCH_MATCHES } from './search.dto.js';
 
 /** What a search asks: the cursor carries it, so that a page continues only its own query. */

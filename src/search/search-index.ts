@@ -1,5 +1,5 @@
 import { Index } from 'typeorm';
-import { NameChangeEvent } from '../name-events/name-change-event.entity.js';
+import { NameChangeEvent } from '../name-events/index.js';
 
 /** The search's expression index on the events table, built by this module's migration. */
 export const SEARCH_INDEX = 'name_change_events_search_idx';

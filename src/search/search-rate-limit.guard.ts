@@ -6,9 +6,9 @@ import {
   Logger,
 } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { type Caller, callerOf } from '../auth/token.guard.js';
+import { callerOf, type Caller } from '../auth/index.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { RateLimitService, type RateLimitBudget } from '../rate-limit/rate-limit.service.js';
+import { RateLimitService, type RateLimitBudget } from '../rate-limit/index.js';
 import { searchConfig } from './search.config.js';
 
 /** Whose token a search came with: what the log and the rate limit know of the caller. */

@@ -5,8 +5,7 @@ import { ApiErrorResponses, ApiRetryLaterResponse } from '../common/api-error-re
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { SearchQueryDto, SearchResponseDto } from './search.dto.js';
 import { SearchService } from './search.service.js';
-import { RequireToken } from '../auth/require-token.decorator.js';
-import { AuthenticatedAs } from '../auth/token.guard.js';
+import { AuthenticatedAs, RequireToken } from '../auth/index.js';
 import {
   RATE_LIMITED_MESSAGE,
   SearchRateLimitGuard,

@@ -12,8 +12,8 @@ import {
 } from 'class-validator';
 import { CodePointLength, IsStorableText } from '../common/string-rules.js';
 import { ToInteger } from '../config/transforms.js';
-import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
-import { NAME_MAX_LENGTH, SentNameChangeEventDto } from '../publish/name-change-event.dto.js';
+import { NAME_TYPES, type NameType } from '../name-events/index.js';
+import { NAME_MAX_LENGTH, SentNameChangeEventDto } from '../publish/index.js';
 
 export const SEARCH_MATCHES = ['exact', 'prefix'] as const;
 export type SearchMatch = (typeof SEARCH_MATCHES)[number];

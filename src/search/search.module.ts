@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
-import { CursorsModule } from '../cursors/cursors.module.js';
-import { NameEventsModule } from '../name-events/name-events.module.js';
-import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
+import { CursorsModule } from '../cursors/index.js';
+import { NameEventsModule } from '../name-events/index.js';
+import { RateLimitModule } from '../rate-limit/index.js';
 import { searchMigrations } from './migrations/index.js';
 import { searchConfig } from './search.config.js';
 import './search-index.js';

@@ -1,6 +1,6 @@
 import { BadRequestException, Injectable, Logger } from '@nestjs/common';
-import { CursorSigner } from '../cursors/cursor-signer.service.js';
-import { NameSearchRepository, SEARCH_START } from '../name-events/name-search.repository.js';
+import { CursorSigner } from '../cursors/index.js';
+import { NameSearchRepository, SEARCH_START } from '../name-events/index.js';
 import { decodeSearchCursor, encodeSearchCursor, sameQuery } from './search-cursor.js';
 import {
   CURSOR_MESSAGE,

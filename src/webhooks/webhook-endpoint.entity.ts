@@ -1,5 +1,5 @@
 import { Check, Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
-import type { NameType } from '../name-events/name-event.types.js';
+import type { NameType } from '../name-events/index.js';
 
 export const WEBHOOK_FORMATS = ['standard', 'discord'] as const;
 export type WebhookFormat = (typeof WEBHOOK_FORMATS)[number];

@@ -16,7 +16,7 @@ import {
   ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
-import { RequireToken } from '../auth/require-token.decorator.js';
+import { RequireToken } from '../auth/index.js';
 import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import {

@@ -3,7 +3,7 @@ import { IsDefined, IsIn, IsString, ValidateBy } from 'class-validator';
 import { CodePointLength, IsStorableText } from '../common/string-rules.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
 import { IsOmittable } from '../common/validation.js';
-import { NAME_TYPES, type NameType } from '../name-events/name-event.types.js';
+import { NAME_TYPES, type NameType } from '../name-events/index.js';
 import { WEBHOOK_FORMATS, type WebhookFormat } from './webhook-endpoint.entity.js';
 import { isHttpUrl } from './webhook-targets.js';
 

@@ -1,7 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import type { NameType } from '../name-events/name-event.types.js';
+import type { NameType } from '../name-events/index.js';
 import type { WebhookFormat } from './webhook-endpoint.entity.js';
 
 /** An endpoint as registered (its secret aside). */

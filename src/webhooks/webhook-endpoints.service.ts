@@ -1,6 +1,6 @@
 import { BadRequestException, Injectable, NotFoundException } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { NameEventLogRepository } from '../name-events/name-event-log.repository.js';
+import { NameEventLogRepository } from '../name-events/index.js';
 import type {
   CreatedWebhookEndpointDto,
   CreateWebhookEndpointDto,

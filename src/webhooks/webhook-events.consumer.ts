@@ -1,8 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import {
-  NameEventConsumer,
-  type NameEventHandler,
-} from '../name-events/consumers/name-event-consumer.decorator.js';
+import { NameEventConsumer, type NameEventHandler } from '../name-events/index.js';
 import { WEBHOOKS_CONSUMER } from './webhook-sender.js';
 import { WebhookSenders } from './webhook-senders.service.js';
 

@@ -1,5 +1,5 @@
 import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import type { StoredNameEvent } from '../name-events/index.js';
 import type { WebhookFormat } from './webhook-endpoint.entity.js';
 
 /** What one attempt sends: a JSON body and its headers. */

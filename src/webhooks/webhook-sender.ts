@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { NameEventLogRepository } from '../name-events/name-event-log.repository.js';
-import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import type { NameEventLogRepository, StoredNameEvent } from '../name-events/index.js';
 import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
 import { retryDelayMs } from './webhook-backoff.js';
 import type { SenderEndpoint, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';

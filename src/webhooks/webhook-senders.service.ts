@@ -5,12 +5,9 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { OnNameEvent } from '../name-events/on-name-event.decorator.js';
-import { NameEventLogRepository } from '../name-events/name-event-log.repository.js';
-import { NameEventRemovals } from '../name-events/name-event-removals.service.js';
+import { NameEventLogRepository, NameEventRemovals, OnNameEvent } from '../name-events/index.js';
 import { WebhooksMetrics } from './webhooks.metrics.js';
-import { LeaseCompetition } from '../redis/lease-competition.js';
-import { Leases } from '../redis/leases.js';
+import { LeaseCompetition, Leases } from '../redis/index.js';
 import { positionOf, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 import { runSender, SenderWake, type DeliveryOutcome } from './webhook-sender.js';
 import { webhooksConfig } from './webhooks.config.js';

@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
-import { DatabaseModule } from '../database/database.module.js';
-import { NameEventsModule } from '../name-events/name-events.module.js';
-import { RedisModule } from '../redis/redis.module.js';
+import { DatabaseModule } from '../database/index.js';
+import { NameEventsModule } from '../name-events/index.js';
+import { RedisModule } from '../redis/index.js';
 import { webhooksMigrations } from './migrations/index.js';
 import { WebhookEndpoint } from './webhook-endpoint.entity.js';
 import { WebhookEndpointsController } from './webhook-endpoints.controller.js';

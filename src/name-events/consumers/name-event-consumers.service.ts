@@ -9,8 +9,7 @@ import {
 import { DiscoveryService } from '@nestjs/core';
 import { InjectConfig, type ConfigOf } from '../../config/config-section.js';
 import { NameEventsMetrics } from '../name-events.metrics.js';
-import { LeaseCompetition } from '../../redis/lease-competition.js';
-import { Leases } from '../../redis/leases.js';
+import { LeaseCompetition, Leases } from '../../redis/index.js';
 import { NameChangeEventRepository } from '../name-change-event.repository.js';
 import { NameEventsService } from '../name-events.service.js';
 import { ConsumerPositionsRepository } from './consumer-positions.repository.js';
