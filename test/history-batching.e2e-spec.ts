@@ -1,4 +1,4 @@
-import { CursorSigner } from '../src/cursors/cursor-signer.service.js';
+import { CursorSignerService } from '../src/cursors/cursor-signer.service.js';
 import { encodeCursor } from '../src/history/history-cursor.js';
 import { historyPath, NO_LISTENERS, PUBLISH, PUBLISHED } from './support/api.js';
 import { useApp, type Backend, type TestApp } from './support/app.js';
@@ -42,7 +42,7 @@ describe.each(backends)('history reads sent together on $name', ({ backend }) =>
     const { users, expected } = await seedUsers();
     const paged = users.filter((userId) => expected.get(userId)!.length === 3).slice(0, 20);
     const year0 = (userId: string) =>
-      encodeCursor(fx.app.get(CursorSigner), userId, {
+      encodeCursor(fx.app.get(CursorSignerService), userId, {
         direction: 'next',
         position: { at: '0000-01-01T00:00:00.000000Z', id: '1' },
       });

@@ -1,6 +1,6 @@
 /** The cursors in the history's Link headers: followed, and refused when not the service's own. */
 import fc from 'fast-check';
-import type { CursorSigner } from '../src/cursors/cursor-signer.service.js';
+import type { CursorSignerService } from '../src/cursors/cursor-signer.service.js';
 import { encodeCursor, historyCursorScope } from '../src/history/history-cursor.js';
 import type { CursorDirection } from '../src/history/history-cursor.js';
 import {
@@ -24,7 +24,7 @@ describe('the cursors of the history links', () => {
   const paging = usePagedHistory();
   let cursor: string;
   /** Signs as the service does, with the key of its database. */
-  let signer: CursorSigner;
+  let signer: CursorSignerService;
 
   beforeAll(async () => {
     const first = await paging.get(`${path()}?limit=5`);

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { CursorSigner } from '../src/cursors/cursor-signer.service.js';
+import { CursorSignerService } from '../src/cursors/cursor-signer.service.js';
 import { SEARCH_CURSOR_SCOPE } from '../src/search/search-cursor.js';
 import { historyPath } from './support/api.js';
 import {
@@ -157,7 +157,7 @@ describe('the name search: paging', () => {
 
     /** A cursor signed with the service's own key, with whatever fields it is given. */
     const signed = (...fields: unknown[]) =>
-      fx.app.get(CursorSigner).sign(SEARCH_CURSOR_SCOPE, fields);
+      fx.app.get(CursorSignerService).sign(SEARCH_CURSOR_SCOPE, fields);
 
     it('signed with the service\u2019s key, with the fields of an issued one: followed', async () => {
       const [payload] = cursor.split('.');
@@ -274,7 +274,7 @@ describe('the name search: paging', () => {
     const firstPage = await search(searchQuery({ name: names[6], limit: 3 }));
     const second = cursorOfLink(firstPage.headers.get('link'));
     const year0 = await fx.app
-      .get(CursorSigner)
+      .get(CursorSignerService)
       .sign(SEARCH_CURSOR_SCOPE, ['paged', null, 'exact', '0000-01-01T00:00:00.000000Z', '1']);
     // Each round sends the bad search at another place among the seven good ones.
     for (let round = 0; round < 8; round++) {

@@ -10,7 +10,7 @@ import { type Answer, WebhookReceiver } from './support/webhook-receiver.js';
 import { proxiedDatabase, type TcpProxy } from './support/tcp-proxy.js';
 import type { EventsRemovedEvent } from '../src/name-events/name-event.types.js';
 import { NOTIFICATIONS_APPLICATION_NAME } from '../src/database/postgres-notifications.service.js';
-import { NameEventRemovals } from '../src/name-events/name-event-removals.service.js';
+import { NameEventRemovalsService } from '../src/name-events/name-event-removals.service.js';
 import {
   createEndpoint,
   endpointsOf,
@@ -134,7 +134,7 @@ describe('webhooks and what is erased or deleted', () => {
   ])(
     "answers %s once this instance's senders know, without waiting for Postgres to tell it, so nothing erased is sent after the answer",
     async (_what, method, path) => {
-      await waitFor('listening', () => fx.app.get(NameEventRemovals).heardEverywhere);
+      await waitFor('listening', () => fx.app.get(NameEventRemovalsService).heardEverywhere);
       const { id, blocker } = await blockedEndpoint();
       const { userId, kept } = await queueBehind(id);
       const release = await holdRetry();
@@ -162,7 +162,7 @@ describe('webhooks and what is erased or deleted', () => {
   };
 
   it('listens with Postgres, and hears an erasure made through another instance', async () => {
-    await waitFor('listening', () => fx.app.get(NameEventRemovals).heardEverywhere);
+    await waitFor('listening', () => fx.app.get(NameEventRemovalsService).heardEverywhere);
     const removed = removedEvents();
     const other = await fx.startInstance();
     try {
@@ -177,7 +177,7 @@ describe('webhooks and what is erased or deleted', () => {
   });
 
   it('listens again after its connection is cut, and counts what it may have missed as a removal', async () => {
-    const removals = fx.app.get(NameEventRemovals);
+    const removals = fx.app.get(NameEventRemovalsService);
     await waitFor('listening', () => removals.heardEverywhere);
     const removed = removedEvents();
     try {

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { StorageUnavailableError } from '../database/database.types.js';
-import { CursorSigner } from './cursor-signer.service.js';
+import { CursorSignerService } from './cursor-signer.service.js';
 
 const SCOPE = 'prevnames-cursor\0u1';
 const FIELDS = ['next', '2024-01-01T12:00:00.000000Z', '42'];
@@ -23,7 +23,7 @@ class KeyTable {
 
 const keyed = (key: Buffer = randomBytes(32)) => {
   const table = new KeyTable([() => [{ key }]]);
-  return { table, signer: new CursorSigner(table.sql) };
+  return { table, signer: new CursorSignerService(table.sql) };
 };
 
 /** A cursor of the old scheme: the same payload, and an unkeyed sha256 anyone can compute. */
@@ -39,7 +39,7 @@ function signedWith(key: Buffer, scope: string, payload: string): string {
   return `${payload}.${mac.slice(0, 22)}`;
 }
 
-describe('CursorSigner', () => {
+describe('CursorSignerService', () => {
   it('opens the cursors it signs, for their scope, with their fields', async () => {
     const { signer } = keyed();
     const cursor = await signer.sign(SCOPE, FIELDS);
@@ -127,7 +127,7 @@ describe('CursorSigner', () => {
       () => [{ key: key.subarray(0, 16) }],
       () => [{ key }],
     ]);
-    const signer = new CursorSigner(table.sql);
+    const signer = new CursorSignerService(table.sql);
     const signed = await keyed(key).signer.sign(SCOPE, FIELDS);
     for (let attempt = 0; attempt < 4; attempt++) {
       await expect(signer.open(SCOPE, signed, 3)).rejects.toBeInstanceOf(StorageUnavailableError);

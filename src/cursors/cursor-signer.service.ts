@@ -23,7 +23,7 @@ const KEY_MIN_BYTES = 32;
  * checked for want of the key rejects with StorageUnavailableError, as any read would.
  */
 @Injectable()
-export class CursorSigner {
+export class CursorSignerService {
   private key?: Promise<Buffer>;
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}

@@ -1,3 +1,3 @@
 /** What the cursors folder offers the others: nothing else of it is theirs to import. */
-export { CursorSigner } from './cursor-signer.service.js';
+export { CursorSignerService } from './cursor-signer.service.js';
 export { CursorsModule } from './cursors.module.js';

@@ -23,11 +23,11 @@ const RECONNECT_DELAY_MS = 2_000;
  *
  * Every statement and transaction goes through `query` and `transaction` (TransactionHost's
  * too), where a failure of the database becomes a StorageUnavailableError, and where a
- * session (DatabaseSessions) puts them on its connection.
+ * session (DatabaseSessionsService) puts them on its connection.
  */
 export class AppDataSource extends DataSource {
   private readonly log = new Logger('Database');
-  /** The connection of the session under way (DatabaseSessions), if any. */
+  /** The connection of the session under way (DatabaseSessionsService), if any. */
   readonly sessions = new AsyncLocalStorage<QueryRunner>();
   private retryTimer?: NodeJS.Timeout;
   private stopped = false;

@@ -6,7 +6,7 @@ import { StorageUnavailableError, storageUnavailable } from './database.types.js
 
 /** Work on one connection of its own, across transactions. */
 @Injectable()
-export class DatabaseSessions {
+export class DatabaseSessionsService {
   constructor(@InjectDataSource() private readonly dataSource: AppDataSource) {}
 
   /**

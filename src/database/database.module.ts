@@ -15,8 +15,8 @@ import { Owns, type Owned } from '../config/owns.decorator.js';
 import { AppDataSource } from './app-data-source.js';
 import { databaseConfig } from './database.config.js';
 import { DatabaseHealthIndicator } from './database.health.js';
-import { DatabaseSessions } from './database-sessions.service.js';
-import { PostgresNotifications } from './postgres-notifications.service.js';
+import { DatabaseSessionsService } from './database-sessions.service.js';
+import { PostgresNotificationsService } from './postgres-notifications.service.js';
 import { postgresOptions, type PostgresConnectionOptions } from './postgres-options.js';
 
 type DataSourceOptions = PostgresConnectionOptions &
@@ -28,7 +28,7 @@ type DataSourceOptions = PostgresConnectionOptions &
  * timestamp order, under an advisory lock. Repositories run their statements through
  * `TransactionHost<TransactionalAdapterTypeOrm>` (`tx.query`), which joins the transaction
  * under way (`withTransaction`, nestjs-cls); a failed statement is a StorageUnavailableError
- * (AppDataSource). `PostgresNotifications` hears the channels a module watches.
+ * (AppDataSource). `PostgresNotificationsService` hears the channels a module watches.
  */
 @Owns({ config: [databaseConfig] })
 @Module({
@@ -74,8 +74,8 @@ type DataSourceOptions = PostgresConnectionOptions &
     ]),
     TerminusModule,
   ],
-  providers: [DatabaseHealthIndicator, DatabaseSessions, PostgresNotifications],
-  exports: [DatabaseHealthIndicator, DatabaseSessions, PostgresNotifications],
+  providers: [DatabaseHealthIndicator, DatabaseSessionsService, PostgresNotificationsService],
+  exports: [DatabaseHealthIndicator, DatabaseSessionsService, PostgresNotificationsService],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@InjectDataSource() private readonly dataSource: AppDataSource) {}

@@ -1,6 +1,6 @@
 /** What the database folder offers the others: nothing else of it is theirs to import. */
-export { DatabaseSessions } from './database-sessions.service.js';
+export { DatabaseSessionsService } from './database-sessions.service.js';
 export { DatabaseHealthIndicator } from './database.health.js';
 export { DatabaseModule } from './database.module.js';
 export { StorageUnavailableError, textArray } from './database.types.js';
-export { PostgresNotifications } from './postgres-notifications.service.js';
+export { PostgresNotificationsService } from './postgres-notifications.service.js';

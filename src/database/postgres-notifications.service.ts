@@ -37,7 +37,7 @@ export interface ChannelWatcher {
  * doubling to 30 s). With the embedded database nothing listens: it has one instance.
  */
 @Injectable()
-export class PostgresNotifications implements OnApplicationBootstrap, OnModuleDestroy {
+export class PostgresNotificationsService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Database');
   private readonly watchers = new Map<string, ChannelWatcher>();
   private client?: Client;

@@ -30,7 +30,7 @@ import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { EventsMetrics } from './events.metrics.js';
 import {
   ListenerOverflowError,
-  NameEventStreams,
+  NameEventStreamsService,
   type OpenedStream,
   type StoredNameEvent,
   type StreamPacing,
@@ -96,7 +96,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
   private closing = false;
 
   constructor(
-    private readonly nameEvents: NameEventStreams,
+    private readonly nameEvents: NameEventStreamsService,
     private readonly metrics: EventsMetrics,
     @InjectConfig(sseConfig) private readonly sse: ConfigOf<typeof sseConfig>,
   ) {

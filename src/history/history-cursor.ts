@@ -1,5 +1,5 @@
 import { storedPositionOf } from '../common/opaque-cursor.js';
-import type { CursorSigner } from '../cursors/index.js';
+import type { CursorSignerService } from '../cursors/index.js';
 import type { HistoryPosition } from '../name-events/index.js';
 
 /**
@@ -19,7 +19,7 @@ export interface HistoryCursor {
  * `before` and `after` can.)
  */
 export function encodeCursor(
-  signer: CursorSigner,
+  signer: CursorSignerService,
   userId: string,
   cursor: HistoryCursor,
 ): Promise<string> {
@@ -32,7 +32,7 @@ export function encodeCursor(
  * signed by this service for this user, or with a field no page could have ended on.
  */
 export async function decodeCursor(
-  signer: CursorSigner,
+  signer: CursorSignerService,
   userId: string,
   token: string,
 ): Promise<HistoryCursor | undefined> {

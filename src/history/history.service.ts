@@ -3,7 +3,7 @@ import pLimit from 'p-limit';
 import { RetryLaterException } from '../common/http-exception.filter.js';
 import { MAX_POSTGRES_BIGINT } from '../common/postgres-bigint.js';
 import { parseZonedTimestamp } from '../common/timestamp.js';
-import { CursorSigner } from '../cursors/index.js';
+import { CursorSignerService } from '../cursors/index.js';
 import {
   HISTORY_END,
   HISTORY_START,
@@ -40,7 +40,7 @@ export class HistoryService {
 
   constructor(
     private readonly events: NameHistoryRepository,
-    private readonly cursors: CursorSigner,
+    private readonly cursors: CursorSignerService,
     @InjectConfig(historyConfig) private readonly config: ConfigOf<typeof historyConfig>,
   ) {
     this.longReads = pLimit(config.longReads);

@@ -10,8 +10,8 @@ export type {
 } from './known-names.repository.js';
 export { NameChangeEvent } from './name-change-event.entity.js';
 export { NameEventLogRepository } from './name-event-log.repository.js';
-export { NameEventRemovals } from './name-event-removals.service.js';
-export { ListenerOverflowError, NameEventStreams } from './name-event-streams.service.js';
+export { NameEventRemovalsService } from './name-event-removals.service.js';
+export { ListenerOverflowError, NameEventStreamsService } from './name-event-streams.service.js';
 export type { OpenedStream, StreamPacing } from './name-event-streams.service.js';
 export {
   NAME_TYPES,
@@ -33,5 +33,5 @@ export { HISTORY_END, HISTORY_START, NameHistoryRepository } from './name-histor
 export type { HistoryPosition } from './name-history.repository.js';
 export { NameSearchRepository, SEARCH_START } from './name-search.repository.js';
 export { OnNameEvent } from './on-name-event.decorator.js';
-export { RecordingGuards } from './recording-guards.service.js';
+export { RecordingGuardsService } from './recording-guards.service.js';
 export type { RecordingGuard } from './recording-guards.service.js';

@@ -1,7 +1,7 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { DatabaseSessions } from '../database/index.js';
+import { DatabaseSessionsService } from '../database/index.js';
 import { userPartitionOf } from './name-event.types.js';
 
 /**
@@ -20,7 +20,7 @@ export const PARTITION_LOCK_CLASS = 1885823856;
 
 /**
  * The name-event domain's ordering protocol, as locks: what runs under them runs on one
- * session (DatabaseSessions), and every repository's statement and transaction inside
+ * session (DatabaseSessionsService), and every repository's statement and transaction inside
  * joins it. Events are stored and broadcast under the publish lock, one publish at a time
  * across all instances, so that ids reach the broker, and every consumer of the table, in
  * increasing order.
@@ -28,7 +28,7 @@ export const PARTITION_LOCK_CLASS = 1885823856;
 @Injectable()
 export class NameEventLocks {
   constructor(
-    private readonly sessions: DatabaseSessions,
+    private readonly sessions: DatabaseSessionsService,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {}
 

@@ -3,7 +3,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import { Injectable } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { randomUUID } from 'node:crypto';
-import { PostgresNotifications } from '../database/index.js';
+import { PostgresNotificationsService } from '../database/index.js';
 import type { NameDomainEvents } from './name-event.types.js';
 
 /** The domain's channel: every instance listens, and hears the others' removals. */
@@ -12,19 +12,19 @@ export const REMOVALS_CHANNEL = 'name_events_removed';
 /**
  * The domain's events, emitted on this instance (`emit`), and its removals carried across
  * instances: a deletion notifies REMOVALS_CHANNEL in its own unit of work (`announce`), and
- * every other instance, listening (PostgresNotifications), emits `events.removed` for it.
+ * every other instance, listening (PostgresNotificationsService), emits `events.removed` for it.
  * Listening lost, and listening again, are each `events.removed` for anyone: what was deleted
  * meanwhile is unknown.
  */
 @Injectable()
-export class NameEventRemovals {
+export class NameEventRemovalsService {
   /** Tells this instance's notifications from the others'. */
   private readonly instance = randomUUID();
 
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly emitter: EventEmitter2,
-    private readonly notifications: PostgresNotifications,
+    private readonly notifications: PostgresNotificationsService,
   ) {
     notifications.watch(REMOVALS_CHANNEL, {
       notified: (payload) => this.heard(payload),

@@ -42,7 +42,7 @@ export interface OpenedStream {
  * the backlog), or at the newest id whose broadcast is done.
  */
 @Injectable()
-export class NameEventStreams {
+export class NameEventStreamsService {
   constructor(
     private readonly events: NameChangeEventRepository,
     private readonly bus: NameEventBus,

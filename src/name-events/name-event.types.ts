@@ -64,7 +64,7 @@ export interface EventsRemovedEvent {
 /**
  * The name-event domain's events, by name. `user.erased` and `user.opted-out` come once, on
  * the instance that made the change, after its commit and before its answer: for reactions
- * that must happen once. `events.removed` comes on every instance (NameEventRemovals carries
+ * that must happen once. `events.removed` comes on every instance (NameEventRemovalsService carries
  * it to the others, within milliseconds of the commit): for whatever holds events it read and
  * must not use one that is gone.
  */

@@ -4,13 +4,13 @@ import { NameEventsMetrics } from './name-events.metrics.js';
 import { KnownNamesRepository } from './known-names.repository.js';
 import { NameChangeEventRepository, type StoredOutcome } from './name-change-event.repository.js';
 import { NameEventLocks } from './name-event-locks.js';
-import { NameEventRemovals } from './name-event-removals.service.js';
+import { NameEventRemovalsService } from './name-event-removals.service.js';
 import {
   RecordingRefusedError,
   type NewNameEvent,
   type PublishOutcome,
 } from './name-event.types.js';
-import { RecordingGuards } from './recording-guards.service.js';
+import { RecordingGuardsService } from './recording-guards.service.js';
 
 /**
  * The name-event domain's write side, in one place. Every event enters through `publish`
@@ -27,10 +27,10 @@ export class NameEventsService {
     private readonly events: NameChangeEventRepository,
     private readonly knownNames: KnownNamesRepository,
     private readonly locks: NameEventLocks,
-    private readonly guards: RecordingGuards,
+    private readonly guards: RecordingGuardsService,
     private readonly bus: NameEventBus,
     private readonly metrics: NameEventsMetrics,
-    private readonly removals: NameEventRemovals,
+    private readonly removals: NameEventRemovalsService,
   ) {}
 
   /**
@@ -111,7 +111,7 @@ export class NameEventsService {
     this.storedListeners.push(listener);
   }
 
-  /** Of `userIds`, those who must not be recorded (see RecordingGuards). */
+  /** Of `userIds`, those who must not be recorded (see RecordingGuardsService). */
   refusedAmong(userIds: readonly string[]): Promise<Set<string>> {
     return this.guards.refusedAmong(userIds);
   }

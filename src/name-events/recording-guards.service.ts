@@ -16,7 +16,7 @@ export interface RecordingGuard {
  * refuses them without knowing why.
  */
 @Injectable()
-export class RecordingGuards {
+export class RecordingGuardsService {
   private readonly guards: RecordingGuard[] = [];
 
   register(guard: RecordingGuard): void {

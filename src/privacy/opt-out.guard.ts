@@ -1,5 +1,5 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { RecordingGuards, type RecordingGuard } from '../name-events/index.js';
+import { RecordingGuardsService, type RecordingGuard } from '../name-events/index.js';
 import { OptOutsRepository } from './opt-outs.repository.js';
 
 /**
@@ -12,7 +12,7 @@ import { OptOutsRepository } from './opt-outs.repository.js';
 export class OptOutRecordingGuard implements RecordingGuard, OnModuleInit {
   constructor(
     private readonly optOuts: OptOutsRepository,
-    private readonly guards: RecordingGuards,
+    private readonly guards: RecordingGuardsService,
   ) {}
 
   onModuleInit(): void {

@@ -1,5 +1,5 @@
 import { storedPositionOf, type StoredPosition } from '../common/opaque-cursor.js';
-import type { CursorSigner } from '../cursors/index.js';
+import type { CursorSignerService } from '../cursors/index.js';
 import { NAME_TYPES } from '../name-events/index.js';
 import { SEARCH_MATCHES } from './search.dto.js';
 
@@ -22,7 +22,7 @@ export const SEARCH_CURSOR_SCOPE = 'prevnames-search-cursor';
  * another search a 400.
  */
 export function encodeSearchCursor(
-  signer: CursorSigner,
+  signer: CursorSignerService,
   query: SearchQueryKey,
   position: SearchPosition,
 ): Promise<string> {
@@ -35,7 +35,7 @@ export function encodeSearchCursor(
  * signed by this service for the search, or with a field no search could have issued.
  */
 export async function decodeSearchCursor(
-  signer: CursorSigner,
+  signer: CursorSignerService,
   token: string,
 ): Promise<{ query: SearchQueryKey; position: SearchPosition } | undefined> {
   const fields = await signer.open(SEARCH_CURSOR_SCOPE, token, 5);

@@ -1,5 +1,5 @@
 import { BadRequestException, Injectable, Logger } from '@nestjs/common';
-import { CursorSigner } from '../cursors/index.js';
+import { CursorSignerService } from '../cursors/index.js';
 import { NameSearchRepository, SEARCH_START } from '../name-events/index.js';
 import { decodeSearchCursor, encodeSearchCursor, sameQuery } from './search-cursor.js';
 import {
@@ -25,7 +25,7 @@ export class SearchService {
 
   constructor(
     private readonly repository: NameSearchRepository,
-    private readonly cursors: CursorSigner,
+    private readonly cursors: CursorSignerService,
   ) {}
 
   /**

@@ -17,7 +17,7 @@ import {
   type EndpointStatusRow,
 } from './webhook-endpoints.repository.js';
 import { newSecret } from './webhook-payloads.js';
-import { WebhookSenders } from './webhook-senders.service.js';
+import { WebhookSendersService } from './webhook-senders.service.js';
 import { TargetRefusedError, vetTarget } from './webhook-targets.js';
 import { webhooksConfig } from './webhooks.config.js';
 
@@ -29,7 +29,7 @@ const ENDPOINT_ID = /^[1-9]\d{0,17}$/;
 export class WebhookEndpointsService {
   constructor(
     private readonly endpoints: WebhookEndpointsRepository,
-    private readonly senders: WebhookSenders,
+    private readonly senders: WebhookSendersService,
     private readonly log: NameEventLogRepository,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
   ) {}

@@ -21,7 +21,7 @@ export interface SenderDeps {
   attempted(outcome: DeliveryOutcome): void;
   /** Changes whenever events may have been removed (`events.removed`, on any instance). */
   removals(): number;
-  /** Whether every instance's removals change `removals()` (see NameEventRemovals). */
+  /** Whether every instance's removals change `removals()` (see NameEventRemovalsService). */
   heardEverywhere(): boolean;
 }
 

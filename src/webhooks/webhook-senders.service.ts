@@ -5,7 +5,11 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
-import { NameEventLogRepository, NameEventRemovals, OnNameEvent } from '../name-events/index.js';
+import {
+  NameEventLogRepository,
+  NameEventRemovalsService,
+  OnNameEvent,
+} from '../name-events/index.js';
 import { WebhooksMetrics } from './webhooks.metrics.js';
 import { LeaseCompetition, Leases } from '../redis/index.js';
 import { positionOf, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
@@ -28,7 +32,7 @@ interface Sender {
  * sender read its events again before its next attempt.
  */
 @Injectable()
-export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
+export class WebhookSendersService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Webhooks');
   private readonly senders = new Map<string, Sender>();
   private syncTimer?: NodeJS.Timeout;
@@ -40,7 +44,7 @@ export class WebhookSenders implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly leases: Leases,
     private readonly endpoints: WebhookEndpointsRepository,
     private readonly log: NameEventLogRepository,
-    private readonly nameEventRemovals: NameEventRemovals,
+    private readonly nameEventRemovals: NameEventRemovalsService,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
     private readonly metrics: WebhooksMetrics,
   ) {

@@ -9,7 +9,7 @@ import { WebhookEndpointsController } from './webhook-endpoints.controller.js';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 import { WebhookEndpointsService } from './webhook-endpoints.service.js';
 import { WebhookEventsConsumer } from './webhook-events.consumer.js';
-import { WebhookSenders } from './webhook-senders.service.js';
+import { WebhookSendersService } from './webhook-senders.service.js';
 import { webhooksConfig } from './webhooks.config.js';
 import { WebhooksMetrics } from './webhooks.metrics.js';
 
@@ -38,7 +38,7 @@ import { WebhooksMetrics } from './webhooks.metrics.js';
     WebhooksMetrics,
     WebhookEndpointsService,
     WebhookEndpointsRepository,
-    WebhookSenders,
+    WebhookSendersService,
     WebhookEventsConsumer,
   ],
 })

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
-import { CursorSigner } from '../../src/cursors/cursor-signer.service.js';
+import { CursorSignerService } from '../../src/cursors/cursor-signer.service.js';
 import type { DataSource } from 'typeorm';
 import type { TestDatabase } from './database.js';
 
@@ -12,9 +12,9 @@ import type { TestDatabase } from './database.js';
  */
 
 /** A signer with the key of `db`'s `cursor_keys`, as the service signs. */
-export function signerOf(db: TestDatabase): CursorSigner {
+export function signerOf(db: TestDatabase): CursorSignerService {
   const dataSource = { query: (text: string) => db.query(text) };
-  return new CursorSigner(dataSource as unknown as DataSource);
+  return new CursorSignerService(dataSource as unknown as DataSource);
 }
 
 /** A cursor as versions before the key made it: an unkeyed sha256 over scope and payload. */

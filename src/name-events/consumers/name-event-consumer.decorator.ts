@@ -44,6 +44,6 @@ export interface NameEventHandler {
 
 /**
  * Marks a provider (implementing NameEventHandler) as a consumer of the name-event log:
- * `@NameEventConsumer({ name: 'webhooks' })`. Found and run by NameEventConsumers.
+ * `@NameEventConsumer({ name: 'webhooks' })`. Found and run by NameEventConsumersService.
  */
 export const NameEventConsumer = DiscoveryService.createDecorator<NameEventConsumerOptions>();

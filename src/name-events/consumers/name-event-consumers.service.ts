@@ -41,7 +41,7 @@ interface Running {
  * and Redis close.
  */
 @Injectable()
-export class NameEventConsumers implements OnApplicationBootstrap, OnModuleDestroy {
+export class NameEventConsumersService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Consumers');
   private readonly consumers: Running[] = [];
   private readonly stored = new WakeSignal();
