@@ -50,6 +50,8 @@ export class Instance {
         // production, and the benchmark pays for it.
         LOG_LEVEL: 'info',
         SSE_MAX_LISTENERS: '100000',
+        // The load's listeners come from a handful of loopback addresses.
+        SSE_MAX_LISTENERS_PER_ADDRESS: '100000',
         ...target.env,
         ...env,
       },
