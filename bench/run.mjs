@@ -41,11 +41,12 @@ const HELP = `Usage: node bench/run.mjs [options]
   --soak                  run the soak scenario only (5,000 listeners, 10 events/s, 10 min per target)
   --soak-minutes N        soak length per target (default 10; 0.5 with --quick)
   --only SIDE[,SIDE]      run these sides only: service, baseline (res.write),
-                          baseline-socket (socket writes), nchan
+                          baseline-socket (socket writes), baseline-nest (the
+                          smallest Nest @Sse() route, fan-out paced only), nchan
   --target-cmd "CMD"      how to start the service (default "node dist/main.js"); a command
                           starting with "node" gets the memory/event-loop probe loaded
   --baseline-cmd "CMD"    how to start both baselines (default "node bench/baseline/server.mjs",
-                          with BASELINE_WRITE=res or socket)
+                          with BASELINE_WRITE=res, socket or nest)
   --nginx PATH            nginx for the nchan side (default /usr/sbin/nginx); nginx and
                           libnginx-mod-nchan are installed with apt-get when missing, except
                           with --quick; without them the nchan side is skipped, with a note
@@ -155,6 +156,7 @@ const targets = [
   { name: 'service', argv: opts['target-cmd'].split(/\s+/).filter(Boolean) },
   { name: 'baseline', argv: baselineArgv(), env: { BASELINE_WRITE: 'res' } },
   { name: 'baseline-socket', argv: baselineArgv(), env: { BASELINE_WRITE: 'socket' } },
+  { name: 'baseline-nest', argv: baselineArgv(), env: { BASELINE_WRITE: 'nest' } },
   { name: 'nchan', nchan: true },
 ].filter((t) => !only || only.includes(t.name));
 const DEFAULT_SIDES = ['service', 'baseline'];

@@ -6,7 +6,11 @@
 //   res     (default) `res.write(frame)` of the pre-framed SSE bytes, as any raw-Node SSE
 //           server does: ServerResponse adds the chunked framing on every write;
 //   socket  the frame wrapped once into an HTTP chunk and written straight to every socket:
-//           a step past plain Node, kept as a second line in the tables.
+//           a step past plain Node, kept as a second line in the tables;
+//   nest    the smallest NestJS `@Sse()` handler (nest's sample/28-sse): every listener's
+//           Observable maps the shared stream of events, one message object per event, and
+//           Nest's own writer frames and writes it, with its `maxPendingDataLength` as the
+//           bound. The framework's floor: what any `@Sse()` route costs per delivery.
 //
 // Env: PORT (3000), DATABASE_URL, REDIS_URL, REDIS_CHANNEL (bench:baseline:events),
 //      SSE_KEEPALIVE_MS (15000), SSE_BUFFER_LIMIT_BYTES (1 MiB), DATABASE_POOL_SIZE (10),
@@ -23,8 +27,8 @@ const KEEPALIVE_MS = Number(process.env.SSE_KEEPALIVE_MS ?? 15_000);
 const BUFFER_LIMIT = Number(process.env.SSE_BUFFER_LIMIT_BYTES ?? 1024 * 1024);
 const POOL_SIZE = Number(process.env.DATABASE_POOL_SIZE ?? 10);
 const WRITE_MODE = process.env.BASELINE_WRITE ?? 'res';
-if (WRITE_MODE !== 'res' && WRITE_MODE !== 'socket') {
-  throw new Error(`BASELINE_WRITE must be "res" or "socket", not "${WRITE_MODE}"`);
+if (!['res', 'socket', 'nest'].includes(WRITE_MODE)) {
+  throw new Error(`BASELINE_WRITE must be "res", "socket" or "nest", not "${WRITE_MODE}"`);
 }
 const BODY_LIMIT = 16 * 1024;
 // The ordering lock: any fixed 64-bit number.
@@ -96,6 +100,10 @@ const KEEPALIVE_CHUNK = chunk(KEEPALIVE_FRAME);
  * per listener. A listener that stopped reading is cut off.
  */
 function broadcast(frame, encodedChunk = WRITE_MODE === 'socket' ? chunk(frame) : null) {
+  if (nestSse) {
+    nestSse.next(frame);
+    return;
+  }
   for (const res of listeners) {
     const socket = res.socket;
     if (socket === null || socket.writableLength > BUFFER_LIMIT) {
@@ -152,11 +160,15 @@ function listen(req, res) {
         void syncSubscription();
         return;
       }
+      listeners.add(res);
+      if (nestSse) {
+        nestSse.handle(req, res);
+        return;
+      }
       req.socket.setTimeout(0);
       req.socket.setNoDelay(true);
       res.writeHead(200, SSE_HEADERS);
       res.flushHeaders();
-      listeners.add(res);
     },
     () => {
       pendingListeners--;
@@ -164,6 +176,42 @@ function listen(req, res) {
     },
   );
 }
+
+/** With BASELINE_WRITE=nest: a Nest application holding only the `@Sse()` route. */
+async function startNestSse() {
+  const { Controller, Module, Sse } = await import('@nestjs/common');
+  const { NestFactory } = await import('@nestjs/core');
+  const { Subject, map, share } = await import('rxjs');
+  const frames = new Subject();
+  // `id: <id>\ndata: <json>\n\n` or the keep-alive comment, made a message once per event.
+  const messages = frames.pipe(
+    map((frame) => {
+      const text = frame.toString('utf8');
+      if (text.startsWith(':')) return { comment: 'keep-alive' };
+      const newline = text.indexOf('\n');
+      return { id: text.slice('id: '.length, newline), data: text.slice(newline + 7, -2) };
+    }),
+    share(),
+  );
+  // Plain JavaScript: the decorators applied by hand, as TypeScript would apply them.
+  class ListenController {
+    listen() {
+      return messages;
+    }
+  }
+  Sse('listen', { maxPendingDataLength: BUFFER_LIMIT })(
+    ListenController.prototype,
+    'listen',
+    Object.getOwnPropertyDescriptor(ListenController.prototype, 'listen'),
+  );
+  Controller('api/webhooks/prevnames')(ListenController);
+  class AppModule {}
+  Module({ controllers: [ListenController] })(AppModule);
+  const app = await NestFactory.create(AppModule, { logger: ['error'] });
+  await app.init();
+  return { handle: app.getHttpAdapter().getInstance(), next: (frame) => frames.next(frame) };
+}
+const nestSse = WRITE_MODE === 'nest' ? await startNestSse() : null;
 
 // --- publish ----------------------------------------------------------------------------
 

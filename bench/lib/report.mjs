@@ -17,6 +17,11 @@ export const SIDES = [
     label: 'Baseline (socket writes)',
     ratioLabel: 'Service ÷ socket writes',
   },
+  {
+    name: 'baseline-nest',
+    label: 'Baseline (Nest @Sse)',
+    ratioLabel: 'Service ÷ Nest @Sse',
+  },
   { name: 'nchan', label: 'nchan', ratioLabel: 'Service ÷ nchan' },
 ];
 const OTHERS = SIDES.slice(1).map((s) => s.name);

@@ -2,7 +2,8 @@
 // (the next once every listener has the last), or paced (open loop, `ratePerSec`).
 // A short run with a single listener first gives the per-event cost that does not depend
 // on listeners (POST, database, Redis), so the per-listener cost can also be shown alone.
-// Run against every side: the service, both baselines and nchan.
+// Run against every side: the service, both baselines and nchan (the paced one also against
+// the smallest Nest `@Sse()` route).
 import { ListenerFleet, MB, Publisher, closedLoopFanout, round3 } from '../lib/harness.mjs';
 import { n } from '../lib/report.mjs';
 
@@ -35,14 +36,14 @@ function fanoutMetrics() {
   ];
 }
 
-function fanout(name, full, quick, metrics = fanoutMetrics()) {
+function fanout(name, full, quick, metrics = fanoutMetrics(), extraSides = []) {
   return {
     name,
     title: (p) =>
       `Fan-out, ${n(p.listeners)} listeners, ${p.events} events` +
       (p.ratePerSec ? ` at ${p.ratePerSec}/s` : ''),
     size: (q) => (q ? quick : full),
-    sides: ['service', 'baseline', 'baseline-socket', 'nchan'],
+    sides: ['service', 'baseline', 'baseline-socket', ...extraSides, 'nchan'],
     metrics,
     async run(ctx, target, { listeners, events, ratePerSec }) {
       const { instance } = await ctx.server(target);
@@ -112,7 +113,8 @@ export const fanout10k = fanout(
   { listeners: 1_000, events: 50 },
 );
 // Issue 38's target: at 10,000 listeners and 20 events/s, published at their pace, the
-// process CPU per delivery at most twice nchan's.
+// process CPU per delivery at most twice nchan's. Also against the smallest Nest `@Sse()`
+// route (baseline-nest): what the framework's own writer costs at the same load.
 export const fanoutPaced = fanout(
   'fanout-paced',
   { listeners: 10_000, events: 200, ratePerSec: 20 },
@@ -131,4 +133,5 @@ export const fanoutPaced = fanout(
     { key: 'rssPerListenerKB', label: 'RSS per listener', unit: 'KB', better: 'lower' },
     { key: 'exactlyOnce', label: 'every event delivered exactly once', unit: '', better: 'true' },
   ],
+  ['baseline-nest'],
 );
