@@ -80,13 +80,21 @@ export const discordConfig = defineConfig({
   description: 'The Discord detector: on when DISCORD_TOKEN is set.',
   variables: DiscordVariables,
   build: (env) => ({
+    /** Unset: the detector is off. */
     token: env.DISCORD_TOKEN,
+    /** False: this instance runs no shard. */
     enabled: env.DETECTOR_ENABLED,
+    /** Unset: Discord's recommendation. */
     shardCount: env.DETECTOR_SHARD_COUNT,
     leaseMs: env.DETECTOR_LEASE_MS,
+    /**
+     * Batches compared at once, each of other users (CompareLane): Postgres compares one while
+     * the process prepares the next.
+     */
     compareConcurrency: env.DETECTOR_COMPARE_CONCURRENCY,
-    /** Without a trailing slash. */
+    /** Discord's REST API base, without a trailing slash; unset: Discord's. */
     apiUrl: env.DISCORD_API_URL?.replace(/\/+$/, ''),
+    /** The gateway to connect to instead of the one GET /gateway/bot names. */
     gatewayUrl: env.DISCORD_GATEWAY_URL,
   }),
 });

@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import type { ConfigOf } from '../config/config-section.js';
 import { Owns } from '../config/owns.decorator.js';
 import { DatabaseModule } from '../database/index.js';
 import { NameEventsModule } from '../name-events/index.js';
@@ -8,7 +7,7 @@ import { Clock } from './clock.js';
 import { discordConfig } from './detector.config.js';
 import { DETECTOR_COORDINATION, detectorCoordination } from './detector-coordination.js';
 import { DetectorOutbox } from './detector-outbox.js';
-import { DETECTOR_SETTINGS, detectorSettings, type DetectorSettings } from './detector.settings.js';
+import { DETECTOR_SETTINGS, detectorSettings } from './detector.settings.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
 import { MemberListRequester } from './member-list-requester.js';
 import { detectorMigrations } from './migrations/index.js';
@@ -31,12 +30,7 @@ import { DetectorMetrics } from './detector.metrics.js';
   imports: [DatabaseModule, NameEventsModule, RedisModule],
   providers: [
     DetectorMetrics,
-    {
-      provide: DETECTOR_SETTINGS,
-      inject: [discordConfig.KEY],
-      useFactory: (discord: ConfigOf<typeof discordConfig>): DetectorSettings =>
-        detectorSettings(discord),
-    },
+    { provide: DETECTOR_SETTINGS, inject: [discordConfig.KEY], useFactory: detectorSettings },
     {
       provide: DETECTOR_COORDINATION,
       inject: [RedisConnections, DETECTOR_SETTINGS],

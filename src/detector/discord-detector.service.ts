@@ -68,11 +68,6 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
     return this.gateway;
   }
 
-  /** The shards this instance runs now. */
-  get shardIds(): number[] {
-    return this.holder?.shardIds ?? [];
-  }
-
   onApplicationBootstrap(): void {
     if (!this.settings.token) {
       this.logger.log('Discord detector: off (DISCORD_TOKEN is not set)');
@@ -97,12 +92,7 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
   private async login(): Promise<void> {
     if (this.stopping || this.gateway) return;
     const gateway = new DiscordGateway(
-      {
-        token: this.settings.token!,
-        apiUrl: this.settings.apiUrl,
-        gatewayUrl: this.settings.gatewayUrl,
-        shardCount: this.settings.shardCount,
-      },
+      { ...this.settings, token: this.settings.token! },
       {
         closed: (code, shardId, forGood) => {
           if (forGood) void this.fail(gateway, closeFailure(code, shardId));

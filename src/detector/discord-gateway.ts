@@ -1,12 +1,13 @@
+import { DefaultWebSocketManagerOptions, type FetchingStrategyOptions } from '@discordjs/ws';
 import {
   GatewayIntentBits,
   type APIGatewayBotInfo,
   type GatewayDispatchPayload,
   type GatewaySendPayload,
 } from 'discord.js';
+import type { DetectorSettings } from './detector.settings.js';
 import { fetchGatewayBot } from './gateway-bot.js';
 import { LocalIdentifyGate, type IdentifyGate } from './identify-gate.js';
-import { shardOptions } from './shard-options.js';
 import {
   ShardConnection,
   type DispatchContext,
@@ -38,13 +39,10 @@ export class MemorySessionStore implements SessionStore {
   }
 }
 
-export interface GatewayLogin {
+/** DISCORD_TOKEN, DISCORD_API_URL, DISCORD_GATEWAY_URL, DETECTOR_SHARD_COUNT (unset: Discord's count). */
+type GatewayLogin = Pick<DetectorSettings, 'apiUrl' | 'gatewayUrl' | 'shardCount'> & {
   token: string;
-  apiUrl: string | undefined;
-  gatewayUrl: string | undefined;
-  /** Unset: the count Discord recommends. */
-  shardCount: number | undefined;
-}
+};
 
 /**
  * The gateway connections of this instance, one per shard it runs, and what they say:
@@ -109,7 +107,14 @@ export class DiscordGateway {
 
   async startShard(shardId: number): Promise<void> {
     if (!this.info || this.connections.has(shardId)) return;
-    const options = shardOptions(this.login.token, DETECTOR_INTENTS, this.info, this.shardTotal);
+    // @discordjs/ws's defaults (identify properties, API version, encoding, timeouts).
+    const options: FetchingStrategyOptions = {
+      ...DefaultWebSocketManagerOptions,
+      token: this.login.token,
+      intents: DETECTOR_INTENTS,
+      gatewayInformation: this.info,
+      shardCount: this.shardTotal,
+    };
     const connection = new ShardConnection(shardId, options, this.identify, this.sessions, {
       ...this.events,
       dispatch: (packet, id, context) => {

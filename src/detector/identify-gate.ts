@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { APIGatewaySessionStartLimit } from 'discord.js';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * Discord's identify window (`max_concurrency` identifies per 5 s, one per bucket), held a
@@ -67,7 +68,7 @@ export abstract class IdentifyGate {
           `Discord detector: no session start left today; shard ${shardId} waits ${turn.waitMs} ms for the reset`,
         );
       }
-      await abortableDelay(turn.waitMs + Math.floor(Math.random() * 50), signal);
+      await delay(turn.waitMs + Math.floor(Math.random() * 50), undefined, { signal });
     }
   }
 
@@ -85,22 +86,6 @@ export abstract class IdentifyGate {
 
 export type Turn =
   { granted: true; left: number } | { granted: false; waitMs: number; budgetSpent: boolean };
-
-/** Resolves after `ms`, or rejects when `signal` aborts. */
-export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /** The identify windows of one process (the embedded default, one instance). */
 export class LocalIdentifyGate extends IdentifyGate {
