@@ -1,5 +1,10 @@
 import { DrainLoop } from './drain-loop.js';
 
+/** Resolves once the loop's run (if any) has ended. */
+async function idle(loop: { running: boolean }): Promise<void> {
+  while (loop.running) await new Promise((resolve) => setImmediate(resolve));
+}
+
 describe('DrainLoop', () => {
   it('takes every piece queued while it runs, in order, one at a time', async () => {
     const queue = [1, 2];
@@ -19,7 +24,7 @@ describe('DrainLoop', () => {
     );
     loop.kick();
     loop.kick();
-    await loop.whenIdle();
+    await idle(loop);
     expect(seen).toEqual([1, 2, 3]);
     expect(loop.running).toBe(false);
   });
@@ -36,10 +41,10 @@ describe('DrainLoop', () => {
     );
     queue.push('a');
     loop.kick();
-    await loop.whenIdle();
+    await idle(loop);
     queue.push('b');
     loop.kick();
-    await loop.whenIdle();
+    await idle(loop);
     expect(seen).toEqual(['a', 'b']);
   });
 
@@ -57,11 +62,11 @@ describe('DrainLoop', () => {
       (error) => errors.push(error),
     );
     loop.kick();
-    await loop.whenIdle();
+    await idle(loop);
     expect(errors).toEqual([new Error('failed')]);
     expect(seen).toEqual([]);
     loop.kick();
-    await loop.whenIdle();
+    await idle(loop);
     expect(seen).toEqual(['good']);
   });
 

@@ -34,11 +34,6 @@ export class DrainLoop<T> {
     await this.run;
   }
 
-  /** The run under way, or a resolved promise. */
-  whenIdle(): Promise<void> {
-    return this.run ?? Promise.resolve();
-  }
-
   private async drain(first: T): Promise<void> {
     try {
       for (let piece: T | undefined = first; piece !== undefined; piece = this.next()) {

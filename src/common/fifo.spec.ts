@@ -2,15 +2,13 @@ import { describe, expect, it } from '@jest/globals';
 import { Fifo } from './fifo.js';
 
 describe('Fifo', () => {
-  it('gives items back in order across blocks, with its length and first item', () => {
+  it('gives items back in order across blocks, with its length', () => {
     const fifo = new Fifo<number>();
     expect(fifo.shift()).toBeUndefined();
-    expect(fifo.peek()).toBeUndefined();
     for (let i = 0; i < 2_500; i++) fifo.push(i);
     expect(fifo.length).toBe(2_500);
     const shifted = Array.from({ length: 1_100 }, () => fifo.shift());
     expect(shifted).toEqual(Array.from({ length: 1_100 }, (_, i) => i));
-    expect(fifo.peek()).toBe(1_100);
     expect(fifo.length).toBe(1_400);
     expect([...fifo]).toEqual(Array.from({ length: 1_400 }, (_, i) => 1_100 + i));
   });

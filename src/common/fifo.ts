@@ -23,11 +23,6 @@ export class Fifo<T> {
     return this.count;
   }
 
-  /** The first item, left in place. */
-  peek(): T | undefined {
-    return this.count > 0 ? this.blocks[0][this.head] : undefined;
-  }
-
   push(item: T): void {
     let last = this.blocks[this.blocks.length - 1];
     if (!last || this.tail === last.length) {

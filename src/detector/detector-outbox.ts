@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { withTimeout } from '../common/with-timeout.js';
 import { DetectorMetrics } from './detector.metrics.js';
 import {
   KnownNamesRepository,
@@ -116,12 +117,9 @@ export class DetectorOutbox {
   /** Stops retrying; waits briefly for the batches under way; logs what is left uncompared. */
   async stop(): Promise<void> {
     this.stopped = true;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(this.lanes.map((lane) => lane.stop())),
-      new Promise((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS))),
-    ]);
-    clearTimeout(timer);
+    await withTimeout(Promise.all(this.lanes.map((lane) => lane.stop())), STOP_GRACE_MS).catch(
+      () => undefined,
+    );
     const { live, reconciling } = this.backlog;
     const inFlight = this.inFlight;
     const left = live + reconciling + inFlight.live + inFlight.reconciling;

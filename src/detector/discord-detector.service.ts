@@ -6,6 +6,7 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { GatewayCloseCodes, GatewayDispatchEvents } from 'discord.js';
+import { withTimeout } from '../common/with-timeout.js';
 import { DetectorMetrics } from './detector.metrics.js';
 import { Leases } from '../redis/index.js';
 import { DETECTOR_COORDINATION, type DetectorCoordination } from './detector-coordination.js';
@@ -160,19 +161,12 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
     this.gateway = undefined;
     const holder = this.holder;
     this.holder = undefined;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        (holder?.stop({ resumable }) ?? Promise.resolve()).then(() =>
-          gateway.stopAll({ resumable }),
-        ),
-        new Promise((resolve) => (timer = setTimeout(resolve, DESTROY_TIMEOUT_MS))),
-      ]);
-    } catch (error) {
-      this.logger.warn(`Discord gateway did not close cleanly: ${(error as Error).message}`);
-    } finally {
-      clearTimeout(timer);
-    }
+    const closed = (holder?.stop({ resumable }) ?? Promise.resolve()).then(() =>
+      gateway.stopAll({ resumable }),
+    );
+    await withTimeout(closed, DESTROY_TIMEOUT_MS).catch((error: Error) => {
+      this.logger.warn(`Discord gateway did not close cleanly: ${error.message}`);
+    });
     for (const stop of this.unwatch.splice(0)) stop();
     this.metrics.detectorShardsHeld.set(0);
     this.logger.log('Discord detector: disconnected from the gateway');

@@ -45,17 +45,12 @@ export class MemberListAnswer {
   }
 
   rateLimited(retryAfterMs: number): void {
-    clearTimeout(this.timer);
-    this.reject(new RateLimited(retryAfterMs));
+    this.fail(new RateLimited(retryAfterMs));
   }
 
   fail(error: Error): void {
     clearTimeout(this.timer);
     this.reject(error);
-  }
-
-  finally(then: () => void): void {
-    void this.done.then(then, then);
   }
 
   private arm(): void {

@@ -40,7 +40,7 @@ export class MemberListRequester {
         queue = new GuildQueue(this.logger, this.settings, this.outbox, (guildId, answer) => {
           const nonce = randomUUID().replaceAll('-', '').slice(0, 32);
           awaited.set(nonce, answer);
-          answer.finally(() => awaited.delete(nonce));
+          void answer.done.catch(() => undefined).then(() => awaited.delete(nonce));
           return gateway.send(shardId, {
             op: GatewayOpcodes.RequestGuildMembers,
             d: { guild_id: guildId, query: '', limit: 0, nonce },

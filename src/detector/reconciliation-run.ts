@@ -7,18 +7,15 @@ export class ReconciliationRun {
   members = 0;
   changes = 0;
   private pending = 0;
-  private expectingMore: boolean;
   private finished = false;
 
   constructor(
     readonly guildId: string,
     /** performance.now() at the GUILD_CREATE (or first chunk). */
     readonly startedAt: number,
-    expectingMore: boolean,
+    private expectingMore: boolean,
     private readonly done: (run: ReconciliationRun) => void,
-  ) {
-    this.expectingMore = expectingMore;
-  }
+  ) {}
 
   /** `count` members arrived (queued for comparison). */
   arrived(count: number): void {
