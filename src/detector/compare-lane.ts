@@ -85,26 +85,16 @@ export class CompareLane {
     return this.loop.stop();
   }
 
-  /** One batch, until it succeeds; when the lane stops first, it stays counted as in flight. */
-  private async compareAndPublish({ queue, batch }: ObservationBatch): Promise<void> {
-    this.inFlight =
-      queue === 'live'
-        ? { live: batch.length, reconciling: 0 }
-        : { live: 0, reconciling: batch.length };
-    if (await this.compareAndPublishUntilDone(batch, queue === 'live')) {
-      this.inFlight = { live: 0, reconciling: 0 };
-      for (const item of batch) item.pending?.settle();
-    }
-  }
-
   /**
-   * Until it succeeds (true) or the lane stops (false). `live`: a batch of the live queue, the
-   * only one whose observations have a place in a gateway session (full views have none).
+   * One batch, until it succeeds; when the lane stops first, it stays counted as in flight.
+   * A batch of the live queue is the only one whose observations have a place in a gateway
+   * session (full views have none).
    */
-  private async compareAndPublishUntilDone(
-    batch: QueuedObservation[],
-    live: boolean,
-  ): Promise<boolean> {
+  private async compareAndPublish({ queue, batch }: ObservationBatch): Promise<void> {
+    const live = queue === 'live';
+    this.inFlight = live
+      ? { live: batch.length, reconciling: 0 }
+      : { live: 0, reconciling: batch.length };
     const { nameEvents, knownNames, progress, settings, metrics, logger } = this.context;
     const observations = batch.map((item) => item.observation);
     // Set once a comparison has committed but its broadcast failed: only the broadcast is left.
@@ -129,7 +119,9 @@ export class CompareLane {
           return comparison.changes.map(withoutSource);
         });
         this.report(batch, (committed ?? comparison)!, outcomes);
-        return true;
+        this.inFlight = { live: 0, reconciling: 0 };
+        for (const item of batch) item.pending?.settle();
+        return;
       } catch (error) {
         if (error instanceof BusUnavailableError && comparison) committed = comparison;
         failures += 1;
@@ -147,7 +139,6 @@ export class CompareLane {
         await delay(wait, undefined, { signal: this.stopping.signal }).catch(() => undefined);
       }
     }
-    return false;
   }
 
   private report(

@@ -143,7 +143,7 @@ describe('DiscordDetectorService', () => {
     await pause(100);
     expect(discord.rest).toEqual([]);
     expect(discord.connections).toEqual([]);
-    expect(service!.activeGateway).toBeUndefined();
+    expect(service!['gateway']).toBeUndefined();
     expect(logs).toEqual(['Discord detector: off (DISCORD_TOKEN is not set)']);
   });
 
@@ -164,7 +164,7 @@ describe('DiscordDetectorService', () => {
       ),
       'Running shard 0 of 1',
     ]);
-    expect(service!.activeGateway!.shardIds).toEqual([0]);
+    expect(service!['gateway']!.shardIds).toEqual([0]);
     expect(discord.isLive(0)).toBe(true);
 
     discord.changeMember(GUILD, ALICE.id, { nick: null });
@@ -176,7 +176,7 @@ describe('DiscordDetectorService', () => {
     await until(() => connection.closeCode !== undefined);
     // 4200, not 1000: Discord keeps the session, for the next holder of the shard to resume.
     expect(connection.closeCode).toBe(4200);
-    expect(service!.activeGateway).toBeUndefined();
+    expect(service!['gateway']).toBeUndefined();
     expect(outbox.stopped).toBe(true);
     expect(logs.at(-1)).toBe('Discord detector: disconnected from the gateway');
     expect(errors).toEqual([]);
@@ -191,7 +191,7 @@ describe('DiscordDetectorService', () => {
     ]);
     expect(discord.connections).toHaveLength(1);
     expect(discord.connections[0].closeCode).toBe(GatewayCloseCodes.DisallowedIntents);
-    expect(service!.activeGateway).toBeUndefined();
+    expect(service!['gateway']).toBeUndefined();
   });
 
   it('logs a refusal for an invalid token', async () => {
@@ -237,7 +237,7 @@ describe('DiscordDetectorService', () => {
     expect(errors).toEqual([
       'Discord detector: Discord closed the gateway: DISCORD_TOKEN is not a valid bot token; trying again in 200 ms',
     ]);
-    expect(service!.activeGateway).toBeUndefined();
+    expect(service!['gateway']).toBeUndefined();
     // A new session: once the identify window (5 s) of the first has passed.
     await until(() => discord.identifies.length === 2, 8_000);
     expect(discord.breaches).toEqual([]);

@@ -42,6 +42,7 @@ interface ClientFailure {
 @Injectable()
 export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('DiscordDetector');
+  /** The gateway connections of this instance, while logged in. */
   private gateway?: DiscordGateway;
   private holder?: ShardHolder;
   private unwatch: (() => void)[] = [];
@@ -62,11 +63,6 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
       metrics.detectorShardCount.set(this.gateway?.shardCount ?? 0);
       metrics.detectorLiveInstances.set(this.holder?.liveInstances ?? 0);
     });
-  }
-
-  /** The gateway connections of this instance, while logged in. */
-  get activeGateway(): DiscordGateway | undefined {
-    return this.gateway;
   }
 
   onApplicationBootstrap(): void {

@@ -70,8 +70,6 @@ export class GuildQueue {
   private readonly queue: string[] = [];
   /** Asked for again while its request was under way: ask once more after it. */
   private readonly again = new Set<string>();
-  /** The shard's servers that are available now (ids only). */
-  private readonly availableGuilds = new Set<string>();
   private current?: MemberListAnswer;
   /** Aborted at `stop()`: ends a wait between requests at once. */
   private readonly stopping = new AbortController();
@@ -87,12 +85,9 @@ export class GuildQueue {
     private readonly settings: DetectorSettings,
     private readonly outbox: Pick<DetectorOutbox, 'whenReconcilingBelow'>,
     private readonly send: SendMemberRequest,
+    /** Whether the server is available on the shard now. */
+    private readonly available: (guildId: string) => boolean,
   ) {}
-
-  available(guildId: string, available: boolean): void {
-    if (available) this.availableGuilds.add(guildId);
-    else this.availableGuilds.delete(guildId);
-  }
 
   add(guildId: string): void {
     if (this.stopping.signal.aborted) return;
@@ -123,7 +118,7 @@ export class GuildQueue {
     for (;;) {
       await this.outbox.whenReconcilingBelow(this.settings.reconcileBacklogLimit);
       if (this.stopping.signal.aborted) return;
-      if (!this.availableGuilds.has(guildId)) return this.done(guildId);
+      if (!this.available(guildId)) return this.done(guildId);
       // Whatever asked for this server before now is answered by this request.
       this.again.delete(guildId);
       const answer = new MemberListAnswer(this.settings.memberChunkTimeoutMs);

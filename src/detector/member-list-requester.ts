@@ -30,14 +30,14 @@ export class MemberListRequester {
   /** Starts requesting on `gateway`'s shards; returns the function that stops. */
   watch(gateway: DiscordGateway): () => void {
     const queues = new Map<number, GuildQueue>();
-    /** The shard of each server heard of (its GUILD_CREATE), while that shard runs here. */
+    /** The shard of each available server (its GUILD_CREATE), while that shard runs here. */
     const shardOf = new Map<string, number>();
     /** The answers awaited, by nonce. */
     const awaited = new Map<string, MemberListAnswer>();
     const queueOf = (shardId: number) => {
       let queue = queues.get(shardId);
       if (!queue) {
-        queue = new GuildQueue(this.logger, this.settings, this.outbox, (guildId, answer) => {
+        const send = (guildId: string, answer: MemberListAnswer) => {
           const nonce = randomUUID().replaceAll('-', '').slice(0, 32);
           awaited.set(nonce, answer);
           void answer.done.catch(() => undefined).then(() => awaited.delete(nonce));
@@ -45,7 +45,9 @@ export class MemberListRequester {
             op: GatewayOpcodes.RequestGuildMembers,
             d: { guild_id: guildId, query: '', limit: 0, nonce },
           });
-        });
+        };
+        const available = (guildId: string) => shardOf.get(guildId) === shardId;
+        queue = new GuildQueue(this.logger, this.settings, this.outbox, send, available);
         queues.set(shardId, queue);
       }
       return queue;
@@ -58,16 +60,18 @@ export class MemberListRequester {
       switch (packet.t) {
         case GatewayDispatchEvents.GuildCreate: {
           const d = packet.d;
+          if (d.unavailable) {
+            shardOf.delete(d.id);
+            break;
+          }
           shardOf.set(d.id, shardId);
-          const queue = queueOf(shardId);
-          queue.available(d.id, !d.unavailable);
           // Replayed, its members are old news (NameChangeDetector leaves them out): asked afresh.
           const partial = (d.members ?? []).length < d.member_count;
-          if (!d.unavailable && (partial || replayed)) queue.add(d.id);
+          if (partial || replayed) queueOf(shardId).add(d.id);
           break;
         }
         case GatewayDispatchEvents.GuildDelete:
-          queueOf(shardId).available(packet.d.id, false);
+          shardOf.delete(packet.d.id);
           break;
         case GatewayDispatchEvents.GuildMembersChunk: {
           const { nonce, chunk_index, chunk_count, members } = packet.d;

@@ -45,10 +45,15 @@ export class NameChangeDetector {
 
   /** Starts watching the gateway's dispatches; returns the function that stops. */
   watch(gateway: DiscordGateway): () => void {
-    const watcher = new DispatchWatcher(this.clock, this.outbox, this.logger, this.metrics);
+    const watcher = new DispatchWatcher(
+      gateway,
+      this.clock,
+      this.outbox,
+      this.logger,
+      this.metrics,
+    );
     return gateway.onDispatch((packet, shardId, context) => {
       const { replayed } = context;
-      watcher.botUserId ??= gateway.botUserId;
       // A replayed full view is old news: the known names may be newer than it (the holder
       // before this one may have compared it, and what followed). MemberListRequester asks
       // for the server's members afresh instead.
@@ -59,13 +64,14 @@ export class NameChangeDetector {
 }
 
 class DispatchWatcher {
-  botUserId?: string;
   /** Each server's current full view. */
   private readonly runs = new Map<string, ReconciliationRun>();
   /** Chunk indexes received per member request (by nonce), until all have arrived. */
   private readonly chunksSeen = new Map<string, Set<number>>();
 
   constructor(
+    /** Its `botUserId` is set by the time READY is dispatched. */
+    private readonly gateway: DiscordGateway,
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
     private readonly logger: Logger,
@@ -80,9 +86,6 @@ class DispatchWatcher {
     const { hold } = context;
     try {
       switch (packet.t) {
-        case GatewayDispatchEvents.Ready:
-          this.botUserId = packet.d.user.id;
-          break;
         case GatewayDispatchEvents.GuildCreate:
           this.guildCreate(packet.d, hold);
           break;
@@ -151,7 +154,7 @@ class DispatchWatcher {
     members: readonly Parameters<typeof observeMember>[1][],
   ): MemberObservation[] {
     const at = this.clock.now();
-    const bot = this.botUserId;
+    const bot = this.gateway.botUserId;
     const observations: MemberObservation[] = [];
     for (const member of members) {
       const observation = observeMember(guildId, member, at);

@@ -25,7 +25,8 @@ export class ShardHolder {
   private tick: Promise<void> = Promise.resolve();
   private running = false;
   private cooldownUntil = 0;
-  private live = 0;
+  /** Instances running the detector, as of the last heartbeat. */
+  liveInstances = 0;
 
   constructor(
     private readonly gateway: DiscordGateway,
@@ -43,10 +44,6 @@ export class ShardHolder {
   /** The shards held now. */
   get shardIds(): number[] {
     return [...this.held.keys()].sort((a, b) => a - b);
-  }
-
-  get liveInstances(): number {
-    return this.live;
   }
 
   start(): void {
@@ -77,7 +74,7 @@ export class ShardHolder {
 
   private async heartbeat(): Promise<void> {
     const live = await this.instances.heartbeat(this.token, this.held.size, this.leaseMs);
-    this.live = live.length;
+    this.liveInstances = live.length;
     if (!this.running) return;
     const self = live.find((i) => i.token === this.token);
     const plan = planShards({

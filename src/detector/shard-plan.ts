@@ -34,7 +34,9 @@ export interface ShardPlan {
  */
 export function planShards(input: ShardPlanInput): ShardPlan {
   const { shardCount, self, held, live, settleMs, coolingDown } = input;
-  const everyone = live.some((i) => i.token === self) ? live : [...live, selfEntry(input)];
+  const everyone = live.some((i) => i.token === self)
+    ? live
+    : [...live, { token: self, held, ageMs: 0 }];
   const settled = everyone.filter((i) => i.token === self || i.ageMs >= settleMs);
   const keepCeiling = Math.ceil(shardCount / settled.length);
   const keepFloor = Math.floor(shardCount / settled.length);
@@ -53,10 +55,6 @@ export function planShards(input: ShardPlanInput): ShardPlan {
   const anyBelowFloor = everyone.some((i) => i.token !== self && i.held < takeFloor);
   if (anyBelowFloor || coolingDown) return { release: 0, take: 0 };
   return { release: 0, take: Math.max(0, takeCeiling - held) };
-}
-
-function selfEntry({ self, held }: ShardPlanInput): LiveInstance {
-  return { token: self, held, ageMs: 0 };
 }
 
 /** The token of the instance holding the most shards (the smallest token among equals). */
