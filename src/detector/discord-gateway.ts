@@ -1,16 +1,10 @@
 import { DefaultWebSocketManagerOptions, type FetchingStrategyOptions } from '@discordjs/ws';
-import {
-  GatewayIntentBits,
-  type APIGatewayBotInfo,
-  type GatewayDispatchPayload,
-  type GatewaySendPayload,
-} from 'discord.js';
+import { GatewayIntentBits, type APIGatewayBotInfo, type GatewaySendPayload } from 'discord.js';
 import type { DetectorSettings } from './detector.settings.js';
 import { fetchGatewayBot } from './gateway-bot.js';
 import { LocalIdentifyGate, type IdentifyGate } from './identify-gate.js';
 import {
   ShardConnection,
-  type DispatchContext,
   type SessionStore,
   type ShardEvents,
   type StoredSession,
@@ -19,11 +13,7 @@ import {
 /** `Guilds` (the servers, with their members) and `GuildMembers` (privileged: member updates and requests). */
 export const DETECTOR_INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMembers;
 
-type DispatchListener = (
-  packet: GatewayDispatchPayload,
-  shardId: number,
-  context: DispatchContext,
-) => void;
+type DispatchListener = ShardEvents['dispatch'];
 type ShardListener = (shardId: number) => void;
 
 /** Sessions in this process only. */

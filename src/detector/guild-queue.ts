@@ -19,18 +19,13 @@ class RateLimited extends Error {
  * come, rejects when the gateway rate-limits it, or when `timeoutMs` pass without a chunk.
  */
 export class MemberListAnswer {
-  readonly done: Promise<number>;
-  private resolve!: (members: number) => void;
-  private reject!: (error: Error) => void;
+  private readonly answer = Promise.withResolvers<number>();
+  readonly done = this.answer.promise;
   private timer?: NodeJS.Timeout;
   private readonly seen = new Set<number>();
   private members = 0;
 
   constructor(private readonly timeoutMs: number) {
-    this.done = new Promise<number>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
     this.done.catch(() => undefined);
     this.arm();
   }
@@ -41,7 +36,7 @@ export class MemberListAnswer {
     this.members += members;
     if (this.seen.size < count) return this.arm();
     clearTimeout(this.timer);
-    this.resolve(this.members);
+    this.answer.resolve(this.members);
   }
 
   rateLimited(retryAfterMs: number): void {
@@ -50,13 +45,13 @@ export class MemberListAnswer {
 
   fail(error: Error): void {
     clearTimeout(this.timer);
-    this.reject(error);
+    this.answer.reject(error);
   }
 
   private arm(): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(
-      () => this.reject(new Error(`no member chunk within ${this.timeoutMs} ms`)),
+      () => this.answer.reject(new Error(`no member chunk within ${this.timeoutMs} ms`)),
       this.timeoutMs,
     );
   }
