@@ -10,12 +10,10 @@ import type {
 } from '../name-events/index.js';
 import type { DetectorSettings } from './detector.settings.js';
 import type { ShardProgressRepository } from './shard-progress.repository.js';
-import type { MemberObservation } from './member-observation.js';
 import { compareWithKnown, observedMembers, type Comparison } from './name-change-rules.js';
 import {
   ObservationQueues,
   type ObservationBatch,
-  type Pending,
   type QueuedObservation,
 } from './observation-queues.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
@@ -62,21 +60,9 @@ export class CompareLane {
     bounds: { maxPending: number; maxReconciling: number },
     liveDropped: (guildId: string) => void,
   ) {
-    this.queues = new ObservationQueues(bounds, context.logger, liveDropped);
-  }
-
-  pushLive(observations: readonly MemberObservation[], pending: Pending): void {
-    this.queues.pushLive(observations, pending);
-    this.loop.kick();
-  }
-
-  pushFullView(
-    observations: readonly MemberObservation[],
-    run: ReconciliationRun,
-    pending: Pending,
-  ): void {
-    this.queues.pushFullView(observations, run, pending);
-    this.loop.kick();
+    this.queues = new ObservationQueues(bounds, context.logger, liveDropped, () =>
+      this.loop.kick(),
+    );
   }
 
   /** Stops retrying; resolves once the batch under way (if any) is done. */

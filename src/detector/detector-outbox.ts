@@ -81,7 +81,7 @@ export class DetectorOutbox {
   observeLive(observations: readonly MemberObservation[], done: () => void = noop): void {
     if (this.refuse(observations.length)) return;
     const pending = new Pending(observations.length, done);
-    for (const [lane, part] of this.byLane(observations)) lane.pushLive(part, pending);
+    for (const [lane, part] of this.byLane(observations)) lane.queues.pushLive(part, pending);
   }
 
   /**
@@ -101,7 +101,8 @@ export class DetectorOutbox {
   ): void {
     if (this.refuse(observations.length)) return;
     const pending = new Pending(observations.length, done);
-    for (const [lane, part] of this.byLane(observations)) lane.pushFullView(part, run, pending);
+    for (const [lane, part] of this.byLane(observations))
+      lane.queues.pushFullView(part, run, pending);
   }
 
   /**

@@ -45,21 +45,9 @@ export class NameChangeDetector {
 
   /** Starts watching the gateway's dispatches; returns the function that stops. */
   watch(gateway: DiscordGateway): () => void {
-    const watcher = new DispatchWatcher(
-      gateway,
-      this.clock,
-      this.outbox,
-      this.logger,
-      this.metrics,
-    );
-    return gateway.onDispatch((packet, shardId, context) => {
-      const { replayed } = context;
-      // A replayed full view is old news: the known names may be newer than it (the holder
-      // before this one may have compared it, and what followed). MemberListRequester asks
-      // for the server's members afresh instead.
-      if (replayed && FULL_VIEWS.has(packet.t)) return;
-      watcher.handle(packet, shardId, context);
-    });
+    const { clock, outbox, logger, metrics } = this;
+    const watcher = new DispatchWatcher(gateway, clock, outbox, logger, metrics);
+    return gateway.onDispatch((...dispatch) => watcher.handle(...dispatch));
   }
 }
 
@@ -83,7 +71,11 @@ class DispatchWatcher {
    * A dispatch whose members go to the outbox is held until they are compared and stored.
    */
   handle(packet: GatewayDispatchPayload, shardId: number, context: DispatchContext): void {
-    const { hold } = context;
+    const { hold, replayed } = context;
+    // A replayed full view is old news: the known names may be newer than it (the holder
+    // before this one may have compared it, and what followed). MemberListRequester asks
+    // for the server's members afresh instead.
+    if (replayed && FULL_VIEWS.has(packet.t)) return;
     try {
       switch (packet.t) {
         case GatewayDispatchEvents.GuildCreate:
@@ -95,7 +87,7 @@ class DispatchWatcher {
         case GatewayDispatchEvents.GuildMemberUpdate:
         case GatewayDispatchEvents.GuildMemberAdd: {
           const observations = this.observe(packet.d.guild_id, [packet.d]);
-          const { sessionId, replayed } = context;
+          const { sessionId } = context;
           if (sessionId !== undefined) {
             const position = { shardId, sessionId, sequence: packet.s, replayed };
             for (const observation of observations) observation.position = position;

@@ -63,6 +63,8 @@ export class ObservationQueues {
     private readonly logger: Logger,
     /** Told the server of each live update dropped, for its members to be asked for again. */
     private readonly liveDropped: (guildId: string) => void = () => undefined,
+    /** Told after observations are queued. */
+    private readonly queued: () => void = () => undefined,
   ) {}
 
   /** Observations waiting, by queue. */
@@ -85,6 +87,7 @@ export class ObservationQueues {
       this.promoteWaiting(observation.userId);
       this.live.push({ observation, pending });
     }
+    this.queued();
   }
 
   pushFullView(
@@ -109,6 +112,7 @@ export class ObservationQueues {
           `from reconciliation: ${this.reconcilingCount} are waiting`,
       );
     }
+    this.queued();
   }
 
   /** The next batch of at most `size`: live updates first. */
