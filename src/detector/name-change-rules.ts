@@ -1,3 +1,4 @@
+import { hasCodePointLength } from '../common/string-rules.js';
 import type {
   KnownNameField,
   KnownNameKey,
@@ -139,10 +140,7 @@ class KnownNameIndex<T extends KnownNameKey> {
 }
 
 function isRecordable(name: string): boolean {
-  if (name.length === 0 || !name.isWellFormed() || name.includes('\u0000')) return false;
-  let count = 0;
-  for (const _ of name) {
-    if (++count > MAX_NAME_LENGTH) return false;
-  }
-  return true;
+  return (
+    name.isWellFormed() && !name.includes('\u0000') && hasCodePointLength(name, 1, MAX_NAME_LENGTH)
+  );
 }
