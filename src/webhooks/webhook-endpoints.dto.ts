@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { IsDefined, IsIn, IsString, ValidateBy } from 'class-validator';
 import { CodePointLength, IsStorableText } from '../common/string-rules.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
@@ -168,14 +168,7 @@ export class WebhookEndpointListDto {
   code: 200;
 }
 
-export class DeletedWebhookEndpointDto extends OmitType(WebhookEndpointDto, [
-  'url',
-  'format',
-  'userId',
-  'type',
-  'description',
-  'createdAt',
-]) {
+export class DeletedWebhookEndpointDto extends PickType(WebhookEndpointDto, ['id']) {
   @ApiProperty({ enum: [true], example: true })
   deleted: true;
 
