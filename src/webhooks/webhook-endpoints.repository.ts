@@ -1,49 +1,35 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import type { NameType } from '../name-events/index.js';
-import type { WebhookFormat } from './webhook-endpoint.entity.js';
+import type { WebhookEndpoint } from './webhook-endpoint.entity.js';
+
+// The rows are the entity's columns, as the queries below select them.
 
 /** An endpoint as registered (its secret aside). */
-export interface EndpointRow {
-  id: string;
-  url: string;
-  format: WebhookFormat;
-  userId: string | null;
-  type: NameType | null;
-  description: string | null;
-  createdAt: Date;
-}
+export type EndpointRow = Pick<
+  WebhookEndpoint,
+  'id' | 'url' | 'format' | 'userId' | 'type' | 'description' | 'createdAt'
+>;
 
 /** An endpoint and how its deliveries stand (`pending` is counted in the event log). */
-export interface EndpointStatusRow extends EndpointRow {
-  lastDeliveredEventId: string | null;
-  /** Every matching event up to this id was delivered (or erased). */
-  deliveredThrough: string;
-  failingSince: Date | null;
-}
+export type EndpointStatusRow = EndpointRow &
+  Pick<WebhookEndpoint, 'lastDeliveredEventId' | 'deliveredThrough' | 'failingSince'>;
 
-/** An endpoint as its sender needs it. */
-export interface SenderEndpoint {
-  url: string;
-  format: WebhookFormat;
-  secret: string | null;
-  userId: string | null;
-  type: NameType | null;
-  deliveredThrough: string;
-  /** It answered 410 Gone: nothing more is sent to it. */
-  gone: boolean;
-}
+/** An endpoint as its sender needs it; `gone`: it answered 410 Gone, nothing more is sent to it. */
+export type SenderEndpoint = Pick<
+  WebhookEndpoint,
+  'url' | 'format' | 'secret' | 'userId' | 'type' | 'deliveredThrough'
+> & { gone: boolean };
 
 /** Where an endpoint is in the event log, as NameEventLogRepository.countAfter takes it. */
 export function positionOf({ deliveredThrough, userId, type }: EndpointStatusRow) {
   return { afterId: deliveredThrough, userId, type };
 }
 
-export type NewEndpoint = Omit<EndpointRow, 'id' | 'createdAt'> & {
-  secret: string | null;
-  deliveredThrough: string;
-};
+export type NewEndpoint = Pick<
+  WebhookEndpoint,
+  'url' | 'format' | 'userId' | 'type' | 'description' | 'secret' | 'deliveredThrough'
+>;
 
 const ENDPOINT_COLUMNS = `w.id::text AS id, w.url, w.format, w.user_id AS "userId", w.type,
   w.description, w.created_at AS "createdAt"`;
