@@ -6,14 +6,21 @@ import {
 } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import {
+  NameEventConsumer,
   NameEventLogRepository,
   NameEventRemovalsService,
   OnNameEvent,
+  type NameEventHandler,
 } from '../name-events/index.js';
 import { WebhooksMetrics } from './webhooks.metrics.js';
 import { LeaseCompetition, Leases } from '../redis/index.js';
 import { positionOf, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
-import { runSender, SenderWake, type DeliveryOutcome } from './webhook-sender.js';
+import {
+  runSender,
+  SenderWake,
+  WEBHOOKS_CONSUMER,
+  type DeliveryOutcome,
+} from './webhook-sender.js';
 import { webhooksConfig } from './webhooks.config.js';
 
 interface Sender {
@@ -30,9 +37,16 @@ interface Sender {
  * WEBHOOK_POLL_MS; this instance's own at once. Deliveries run whatever ADMIN_TOKEN says.
  * Every `events.removed` (an erasure, an opt-out, retention, on any instance) makes every
  * sender read its events again before its next attempt.
+ *
+ * Also the webhooks' door into the event log: the consumer's position is how far the senders
+ * read it (every event up to it is committed, in id order: NameEventLogRepository.findHandled),
+ * and each batch it commits wakes them.
  */
+@NameEventConsumer({ name: WEBHOOKS_CONSUMER, batchSize: 500, gatherMs: 200 })
 @Injectable()
-export class WebhookSendersService implements OnApplicationBootstrap, OnModuleDestroy {
+export class WebhookSendersService
+  implements NameEventHandler, OnApplicationBootstrap, OnModuleDestroy
+{
   private readonly logger = new Logger('Webhooks');
   private readonly senders = new Map<string, Sender>();
   private syncTimer?: NodeJS.Timeout;
@@ -96,8 +110,11 @@ export class WebhookSendersService implements OnApplicationBootstrap, OnModuleDe
     this.removals += 1;
   }
 
+  /** Nothing to write: the position, moved with the batch, is what the senders read up to. */
+  async handle(): Promise<void> {}
+
   /** The webhooks consumer read more events: the senders that found none look again. */
-  wakeAll(): void {
+  committed(): void {
     for (const sender of this.senders.values()) sender.wake.notify();
   }
 

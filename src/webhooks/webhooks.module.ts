@@ -8,7 +8,6 @@ import { WebhookEndpoint } from './webhook-endpoint.entity.js';
 import { WebhookEndpointsController } from './webhook-endpoints.controller.js';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 import { WebhookEndpointsService } from './webhook-endpoints.service.js';
-import { WebhookEventsConsumer } from './webhook-events.consumer.js';
 import { WebhookSendersService } from './webhook-senders.service.js';
 import { webhooksConfig } from './webhooks.config.js';
 import { WebhooksMetrics } from './webhooks.metrics.js';
@@ -39,7 +38,6 @@ import { WebhooksMetrics } from './webhooks.metrics.js';
     WebhookEndpointsService,
     WebhookEndpointsRepository,
     WebhookSendersService,
-    WebhookEventsConsumer,
   ],
 })
 export class WebhooksModule {}
