@@ -24,31 +24,24 @@ const RETENTION_LEASE_MS = 60_000;
 @Injectable()
 export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Retention');
-  private readonly days: number;
-  private readonly intervalMs: number;
-  private readonly batchSize: number;
   private timer?: NodeJS.Timeout;
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
 
   constructor(
-    @InjectConfig(retentionConfig) settings: ConfigOf<typeof retentionConfig>,
+    @InjectConfig(retentionConfig) private readonly config: ConfigOf<typeof retentionConfig>,
     private readonly nameEvents: NameEventsService,
     private readonly leases: Leases,
     private readonly metrics: PrivacyMetrics,
-  ) {
-    this.days = settings.days;
-    this.intervalMs = settings.intervalMs;
-    this.batchSize = settings.batchSize;
-  }
+  ) {}
 
   onApplicationBootstrap(): void {
-    if (this.days === 0) {
+    if (this.config.days === 0) {
       this.logger.log('Retention: off (RETENTION_DAYS is 0: entries are kept forever)');
       return;
     }
     this.logger.log(
-      `Retention: entries older than ${this.days} day(s) are deleted every ${this.intervalMs} ms`,
+      `Retention: entries older than ${this.config.days} day(s) are deleted every ${this.config.intervalMs} ms`,
     );
     this.schedule(0);
   }
@@ -62,14 +55,14 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.running = this.run().finally(() => this.schedule(this.intervalMs));
+      this.running = this.run().finally(() => this.schedule(this.config.intervalMs));
     }, ms);
     this.timer.unref();
   }
 
   /** One run: never throws (a failure is logged, and the next run tries again). */
   private async run(): Promise<void> {
-    const cutoff = new Date(Date.now() - this.days * DAY_MS);
+    const cutoff = new Date(Date.now() - this.config.days * DAY_MS);
     let lease: Lease;
     try {
       const attempt = await this.leases.tryAcquire('retention', RETENTION_LEASE_MS);
@@ -88,11 +81,11 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
     let batches = 0;
     try {
       for (;;) {
-        const count = await this.nameEvents.eraseChangedBefore(cutoff, this.batchSize);
+        const count = await this.nameEvents.eraseChangedBefore(cutoff, this.config.batchSize);
         deleted += count;
         batches += 1;
         this.metrics.retentionDeleted.inc(count);
-        if (count < this.batchSize || this.stopped) break;
+        if (count < this.config.batchSize || this.stopped) break;
         if (lease.signal.aborted) throw new Error('the lease was lost');
       }
       this.metrics.retentionRuns.inc({ outcome: 'completed' });
