@@ -65,11 +65,6 @@ export function isHttpUrl(value: unknown): boolean {
   return url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && !!url.hostname;
 }
 
-/** The host of a URL as an address or a name: without the brackets of an IPv6 literal. */
-export function hostOf(url: URL): string {
-  return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-}
-
 export const systemResolve: Resolve = async (host) =>
   (await dnsLookup(host, { all: true })) as ResolvedAddress[];
 
@@ -85,7 +80,8 @@ export async function vetTarget(
   allowPrivate: boolean,
   resolve: Resolve = systemResolve,
 ): Promise<ResolvedAddress[]> {
-  const host = hostOf(url);
+  // The host as an address or a name: without the brackets of an IPv6 literal.
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const family = isIP(host);
   let addresses: ResolvedAddress[];
   if (family !== 0) {
