@@ -11,9 +11,6 @@ export interface SearchQueryKey {
   match: string;
 }
 
-/** A place in the answer's order, (changedAt, id): the stored time to the microsecond, the id. */
-export type SearchPosition = StoredPosition;
-
 /** What a search's cursor is signed for. */
 export const SEARCH_CURSOR_SCOPE = 'prevnames-search-cursor';
 
@@ -24,7 +21,7 @@ export const SEARCH_CURSOR_SCOPE = 'prevnames-search-cursor';
 export function encodeSearchCursor(
   signer: CursorSignerService,
   query: SearchQueryKey,
-  position: SearchPosition,
+  position: StoredPosition,
 ): Promise<string> {
   const fields = [query.name, query.type ?? null, query.match, position.at, position.id];
   return signer.sign(SEARCH_CURSOR_SCOPE, fields);
@@ -37,7 +34,7 @@ export function encodeSearchCursor(
 export async function decodeSearchCursor(
   signer: CursorSignerService,
   token: string,
-): Promise<{ query: SearchQueryKey; position: SearchPosition } | undefined> {
+): Promise<{ query: SearchQueryKey; position: StoredPosition } | undefined> {
   const fields = await signer.open(SEARCH_CURSOR_SCOPE, token, 5);
   if (!fields) return undefined;
   const [name, type, match, at, id] = fields;
