@@ -1,13 +1,18 @@
 import { Module } from '@nestjs/common';
+import { Index } from 'typeorm';
 import { Owns } from '../config/owns.decorator.js';
 import { CursorsModule } from '../cursors/index.js';
-import { NameEventsModule } from '../name-events/index.js';
+import { NameChangeEvent, NameEventsModule } from '../name-events/index.js';
 import { RateLimitModule } from '../rate-limit/index.js';
 import { searchMigrations } from './migrations/index.js';
 import { searchConfig } from './search.config.js';
-import './search-index.js';
 import { SearchController } from './search.controller.js';
 import { SearchService } from './search.service.js';
+
+// The search's expression index on the events table, built by this module's migration,
+// declared to TypeORM on the events' entity as never synchronised: TypeORM cannot describe an
+// expression index, and `migration:generate` would otherwise offer to drop it every time.
+Index('name_change_events_search_idx', { synchronize: false })(NameChangeEvent);
 
 /**
  * GET /prevnames: who had a given name (off unless SEARCH_TOKEN or ADMIN_TOKEN is set), read
