@@ -4,7 +4,6 @@ import { DatabaseModule } from '../database/index.js';
 import { NameEventsModule } from '../name-events/index.js';
 import { RedisModule } from '../redis/index.js';
 import { privacyMigrations } from './migrations/index.js';
-import { OptOutRecordingGuard } from './opt-out.guard.js';
 import { OptOutsRepository } from './opt-outs.repository.js';
 import { retentionConfig } from './privacy.config.js';
 import { PrivacyController } from './privacy.controller.js';
@@ -16,8 +15,8 @@ import { UserOptOut } from './user-opt-out.entity.js';
 /**
  * The privacy administration (erasure, opt-out; off unless ADMIN_TOKEN is set) and the
  * retention job (off unless RETENTION_DAYS is set). Offers nothing to other modules: its
- * opt-outs reach the name-event domain as a RecordingGuard, which every publish and every
- * comparison of the detector consults.
+ * opt-outs reach the name-event domain as a RecordingGuard (OptOutsRepository), which every
+ * publish and every comparison of the detector consults.
  */
 @Owns({
   apiTags: [
@@ -33,12 +32,6 @@ import { UserOptOut } from './user-opt-out.entity.js';
 @Module({
   imports: [DatabaseModule, NameEventsModule, RedisModule],
   controllers: [PrivacyController],
-  providers: [
-    PrivacyService,
-    PrivacyMetrics,
-    OptOutsRepository,
-    OptOutRecordingGuard,
-    RetentionJob,
-  ],
+  providers: [PrivacyService, PrivacyMetrics, OptOutsRepository, RetentionJob],
 })
 export class PrivacyModule {}
