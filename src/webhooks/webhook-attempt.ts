@@ -28,11 +28,7 @@ export class SenderConnection {
   private origin?: string;
   private addresses: readonly ResolvedAddress[] = [];
   private readonly lookup: LookupFunction = (_host, options, callback) => {
-    if (options.all)
-      callback(
-        null,
-        this.addresses.map(({ address, family }) => ({ address, family })),
-      );
+    if (options.all) callback(null, [...this.addresses]);
     else callback(null, this.addresses[0].address, this.addresses[0].family);
   };
 
