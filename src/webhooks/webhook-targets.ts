@@ -65,9 +65,6 @@ export function isHttpUrl(value: unknown): boolean {
   return url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && !!url.hostname;
 }
 
-export const systemResolve: Resolve = async (host) =>
-  (await dnsLookup(host, { all: true })) as ResolvedAddress[];
-
 /**
  * The addresses a target may be reached at, checked: its IP literal, or every address its
  * name resolves to, all public (or, with `allowPrivate`, any). Throws TargetRefusedError
@@ -78,7 +75,7 @@ export const systemResolve: Resolve = async (host) =>
 export async function vetTarget(
   url: URL,
   allowPrivate: boolean,
-  resolve: Resolve = systemResolve,
+  resolve: Resolve = async (host) => (await dnsLookup(host, { all: true })) as ResolvedAddress[],
 ): Promise<ResolvedAddress[]> {
   // The host as an address or a name: without the brackets of an IPv6 literal.
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
