@@ -75,19 +75,13 @@ export class HistoryService {
       before = earlier(before, cursor.position);
       fromEnd = true;
     }
+    const read = (limit?: number) =>
+      this.events.findHistoryPage(userId, { after, before, limit, fromEnd });
     if (query.limit === undefined) {
-      const read = (limit?: number) =>
-        this.events
-          .findHistoryPage(userId, { after, before, limit, fromEnd })
-          .then((page) => page.entries);
-      return { body: { userId, prevnames: await this.readWhole(read), code: 200 } };
+      const prevnames = await this.readWhole((limit) => read(limit).then((page) => page.entries));
+      return { body: { userId, prevnames, code: 200 } };
     }
-    const page = await this.events.findHistoryPage(userId, {
-      after,
-      before,
-      limit: query.limit,
-      fromEnd,
-    });
+    const page = await read(query.limit);
     const body: HistoryResponseDto = { userId, prevnames: page.entries, code: 200 };
     if (!page.more) return { body };
     return fromEnd
