@@ -15,6 +15,5 @@ import { HistoryService } from './history.service.js';
   imports: [CursorsModule, NameEventsModule],
   controllers: [HistoryController],
   providers: [HistoryService],
-  exports: [HistoryService],
 })
 export class HistoryModule {}
