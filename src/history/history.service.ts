@@ -134,12 +134,11 @@ function micros(timestamp: string, rounding: 'down' | 'up'): string {
 
 /**
  * Order of positions. Times in the microsecond form have one width, so they compare as
- * strings; the infinities are the only other values.
+ * strings; the infinities, the only other values, do too: `-` sorts before every digit, `i`
+ * after.
  */
 function compare(a: HistoryPosition, b: HistoryPosition): number {
-  const rank = (at: string) => (at === '-infinity' ? -1 : at === 'infinity' ? 1 : 0);
-  const byTime = rank(a.at) - rank(b.at) || (a.at < b.at ? -1 : a.at > b.at ? 1 : 0);
-  if (byTime !== 0) return byTime;
+  if (a.at !== b.at) return a.at < b.at ? -1 : 1;
   const [x, y] = [BigInt(a.id), BigInt(b.id)];
   return x < y ? -1 : x > y ? 1 : 0;
 }
