@@ -16,8 +16,8 @@ const CURSOR_MESSAGE =
 
 /**
  * History reads that arrive together: each answer is exactly its own user's history, whatever
- * else was read beside it, and a bad read beside them (a forged cursor) fails alone. Each read
- * is a statement of its own: nothing of one request's parameters goes into another's.
+ * else was read beside it, and a bad read beside them (a forged cursor) fails alone. A read
+ * shares a statement with others only by its validated user id.
  */
 describe.each(backends)('history reads sent together on $name', ({ backend }) => {
   const fx = useApp({ backend });
