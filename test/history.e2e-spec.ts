@@ -142,6 +142,9 @@ describe.each(backends)('GET /api/users/:userId/prevnames on $name', ({ backend 
     ['limit=1001', 'limit must be an integer between 1 and 1000'],
     ['limit=abc', 'limit must be an integer between 1 and 1000'],
     ['limit=1.5', 'limit must be an integer between 1 and 1000'],
+    ['limit=1e2', 'limit must be an integer between 1 and 1000'],
+    ['limit=0x10', 'limit must be an integer between 1 and 1000'],
+    ['limit=%205', 'limit must be an integer between 1 and 1000'],
     [
       'before=yesterday',
       'before must be an ISO 8601 timestamp with a zone (Z or ±hh:mm), e.g. 2024-06-07T15:30:00.000Z',

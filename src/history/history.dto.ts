@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { IsZonedTimestamp } from '../common/timestamp.js';
+import { ToInteger } from '../config/transforms.js';
 import { SentNameChangeEventDto } from '../publish/index.js';
 
 export const HISTORY_MAX_LIMIT = 1000;
@@ -20,7 +20,7 @@ export class HistoryQueryDto {
     type: 'integer',
   })
   @IsOptional()
-  @Type(() => Number)
+  @ToInteger()
   @IsInt({ message: LIMIT_MESSAGE })
   @Min(1, { message: LIMIT_MESSAGE })
   @Max(HISTORY_MAX_LIMIT, { message: LIMIT_MESSAGE })
