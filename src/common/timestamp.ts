@@ -1,4 +1,4 @@
-import { ValidateBy, ValidationOptions, buildMessage } from 'class-validator';
+import { rule } from './string-rules.js';
 
 // Date and time, optional seconds and fraction, and an explicit zone: Z or ±hh:mm.
 const ZONED_ISO_8601 =
@@ -33,20 +33,9 @@ function daysInMonth(year: number, month: number): number {
   return date.getUTCDate();
 }
 
-export function IsZonedTimestamp(options?: ValidationOptions) {
-  return ValidateBy(
-    {
-      name: 'isZonedTimestamp',
-      validator: {
-        validate: (value: unknown) =>
-          typeof value === 'string' && parseZonedTimestamp(value) !== undefined,
-        defaultMessage: buildMessage(
-          (each) =>
-            `${each}$property must be an ISO 8601 timestamp with a zone (Z or ±hh:mm), e.g. 2024-06-07T15:30:00.000Z`,
-          options,
-        ),
-      },
-    },
-    options,
+export const IsZonedTimestamp = () =>
+  rule(
+    'isZonedTimestamp',
+    '$property must be an ISO 8601 timestamp with a zone (Z or ±hh:mm), e.g. 2024-06-07T15:30:00.000Z',
+    (value) => typeof value === 'string' && parseZonedTimestamp(value) !== undefined,
   );
-}

@@ -9,12 +9,13 @@ import {
 import { ApiParam } from '@nestjs/swagger';
 import { IsString } from 'class-validator';
 import {
+  CODE_POINT_LENGTH_MESSAGE,
   CodePointLength,
-  codePointLengthMessage,
   hasCodePointLength,
   IsPrintableText,
   isPrintableText,
-  printableTextMessage,
+  PRINTABLE_TEXT_MESSAGE,
+  ruleMessage,
 } from './string-rules.js';
 
 export const USER_ID_MAX_LENGTH = 64;
@@ -40,9 +41,12 @@ export class ParseUserIdPipe implements PipeTransform<string | undefined, string
     const userId = value ?? '';
     const property = data ?? 'userId';
     if (!hasCodePointLength(userId, 1, USER_ID_MAX_LENGTH)) {
-      throw new BadRequestException(codePointLengthMessage(property, 1, USER_ID_MAX_LENGTH));
+      const limits = [1, USER_ID_MAX_LENGTH];
+      throw new BadRequestException(ruleMessage(CODE_POINT_LENGTH_MESSAGE, property, limits));
     }
-    if (!isPrintableText(userId)) throw new BadRequestException(printableTextMessage(property));
+    if (!isPrintableText(userId)) {
+      throw new BadRequestException(ruleMessage(PRINTABLE_TEXT_MESSAGE, property));
+    }
     return userId;
   }
 }
