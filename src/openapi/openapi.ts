@@ -38,20 +38,15 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setDescription(DESCRIPTION)
     .setVersion(version)
     .setLicense('Proprietary', 'https://example.com/license')
-    .addServer('/', 'This instance')
-    .addSecurity('bearer', {
-      type: 'http',
-      scheme: 'bearer',
-      description: `${TOKEN_DESCRIPTION}: the operator's PUBLISH_TOKEN. Needed only when it is set.`,
-    })
-    .addSecurity(ADMIN_SCHEME, {
-      type: 'http',
-      scheme: 'bearer',
-      description: `${TOKEN_DESCRIPTION}: the operator's ADMIN_TOKEN (16 characters or more).`,
-    });
-  // A module's own tokens (`@Owns({ apiSecuritySchemes })`).
+    .addServer('/', 'This instance');
+  // The operator's tokens, then a module's own (`@Owns({ apiSecuritySchemes })`).
   const owned = app.get<Required<Owned>>(OWNED_BY_MODULES);
-  for (const { name, description } of owned.apiSecuritySchemes) {
+  const schemes = [
+    { name: 'bearer', description: "the operator's PUBLISH_TOKEN. Needed only when it is set." },
+    { name: ADMIN_SCHEME, description: "the operator's ADMIN_TOKEN (16 characters or more)." },
+    ...owned.apiSecuritySchemes,
+  ];
+  for (const { name, description } of schemes) {
     builder.addSecurity(name, {
       type: 'http',
       scheme: 'bearer',
