@@ -195,14 +195,10 @@ function parserMessage(error: unknown): string | undefined {
 }
 
 function messageOf(response: string | object, fallback: string, code: number): string {
-  if (code >= 500 && code !== (HttpStatus.SERVICE_UNAVAILABLE as number)) {
-    // An HttpException of 5xx may carry an internal detail: only say what the contract says.
-    return typeof response === 'string'
-      ? response
-      : (stringMessage(response) ?? INTERNAL_ERROR_MESSAGE);
-  }
   if (typeof response === 'string') return response;
-  return stringMessage(response) ?? fallback;
+  // An HttpException of 5xx may carry an internal detail: only say what the contract says.
+  const hidden = code >= 500 && code !== (HttpStatus.SERVICE_UNAVAILABLE as number);
+  return stringMessage(response) ?? (hidden ? INTERNAL_ERROR_MESSAGE : fallback);
 }
 
 function stringMessage(response: object): string | undefined {
