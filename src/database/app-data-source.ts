@@ -86,7 +86,8 @@ export class AppDataSource extends DataSource {
     maybeWork?: (manager: EntityManager) => Promise<T>,
   ): Promise<T> {
     const work = typeof isolationOrWork === 'function' ? isolationOrWork : maybeWork!;
-    const isolation = typeof isolationOrWork === 'function' ? undefined : isolationOrWork;
+    // TypeORM's own transaction() takes an undefined isolation as none.
+    const isolation = (typeof isolationOrWork === 'function' ? undefined : isolationOrWork)!;
     const manager = this.sessions.getStore()?.manager ?? this.manager;
     // What `work` throws is its own; what BEGIN, COMMIT or the connection throw is storage's.
     let failed: { error: unknown } | undefined;
@@ -96,9 +97,7 @@ export class AppDataSource extends DataSource {
         throw error;
       });
     try {
-      return await (isolation === undefined
-        ? manager.transaction(guarded)
-        : manager.transaction(isolation, guarded));
+      return await manager.transaction(isolation, guarded);
     } catch (error) {
       if (failed) throw failed.error;
       throw storageUnavailable(error);
@@ -177,7 +176,6 @@ function describeUrl(url: string | undefined): string {
   if (!url) return '(default)';
   try {
     const parsed = new URL(url);
-    parsed.password = parsed.password ? '***' : '';
     return `${parsed.host}${parsed.pathname}`;
   } catch {
     return '(unparsable URL)';

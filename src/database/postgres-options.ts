@@ -9,14 +9,10 @@ const STATEMENT_TIMEOUT_MS = 10_000;
  * The options every data source of the service shares: the app's and the CLI's. `entities`
  * and `migrations` are those every module owns (see `@Owns`).
  */
-export function postgresOptions(
-  overrides: Partial<PostgresConnectionOptions> & { poolSize?: number },
-): PostgresConnectionOptions {
-  // TypeORM types `extra` (the pg pool's options) as any.
-  const { extra, ...rest } = overrides as Omit<typeof overrides, 'extra'> & {
-    extra?: Record<string, unknown>;
-  };
-  const poolSize = overrides.poolSize ?? 10;
+export function postgresOptions({
+  poolSize = 10,
+  ...rest
+}: Partial<PostgresConnectionOptions> & { poolSize?: number }): PostgresConnectionOptions {
   return {
     type: 'postgres',
     synchronize: false,
@@ -33,7 +29,6 @@ export function postgresOptions(
       keepAlive: true,
       statement_timeout: STATEMENT_TIMEOUT_MS,
       query_timeout: STATEMENT_TIMEOUT_MS + 1_000,
-      ...extra,
     },
   };
 }
