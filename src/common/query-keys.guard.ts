@@ -1,6 +1,7 @@
-import { BadRequestException, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { queryParamsOf, type QueryParams } from '../platform/route-params.js';
+import { unknownKeys } from './validation.js';
 
 /**
  * Every route refuses a query key it does not take, with the message the validation pipe
@@ -18,11 +19,7 @@ export class KnownQueryKeysGuard implements CanActivate {
     if (keys.dto) return true;
     const query = context.switchToHttp().getRequest<Request>().query;
     const unknown = Object.keys(query).filter((key) => !keys.names.has(key));
-    if (unknown.length > 0) {
-      throw new BadRequestException(
-        unknown.map((key) => `property ${key} should not exist`).join('; '),
-      );
-    }
+    if (unknown.length > 0) throw unknownKeys(unknown);
     return true;
   }
 

@@ -70,11 +70,12 @@ class StrictValidationPipe extends ValidationPipe {
 
 function refuseForbiddenKeys(value: object): void {
   const forbidden = FORBIDDEN_KEYS.filter((key) => Object.hasOwn(value, key));
-  if (forbidden.length > 0) {
-    throw new BadRequestException(
-      forbidden.map((key) => `property ${key} should not exist`).join('; '),
-    );
-  }
+  if (forbidden.length > 0) throw unknownKeys(forbidden);
+}
+
+/** The 400 of keys that a DTO does not list, as the pipe words it: for every other check. */
+export function unknownKeys(keys: string[]): BadRequestException {
+  return new BadRequestException(keys.map((key) => `property ${key} should not exist`).join('; '));
 }
 
 /** Whether objects and arrays nest more than `limit` levels, walked level by level (no recursion). */

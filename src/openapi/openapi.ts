@@ -3,6 +3,7 @@ import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swag
 import type { NextFunction, Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { unknownKeys } from '../common/validation.js';
 import { OWNED_BY_MODULES } from '../config/configuration.module.js';
 import type { Owned } from '../config/owns.decorator.js';
 import {
@@ -79,8 +80,7 @@ export function serveOpenApi(app: INestApplication): void {
       next();
       return;
     }
-    const message = keys.map((key) => `property ${key} should not exist`).join('; ');
-    res.status(400).json({ message, code: 400 });
+    res.status(400).json({ message: unknownKeys(keys).message, code: 400 });
   });
   // The published document, as generated clients read it: built once, at the first request.
   let document: OpenAPIObject | undefined;
