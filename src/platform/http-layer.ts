@@ -1,15 +1,13 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { ConfigOf } from '../config/config-section.js';
+import type { httpConfig } from '../config/http.config.js';
 import { deferContinue } from './json-body.js';
 import { checkRequestLine } from './request-line.js';
 
-export interface HttpLayerSettings {
-  /** The request line and headers must arrive within this time (Node's `headersTimeout`). */
-  headersTimeoutMs: number;
-  /** The whole request, body included, must arrive within this time (`requestTimeout`). */
-  requestTimeoutMs: number;
-}
+/** The request line and headers, then the whole request, must arrive within these times. */
+type HttpLayerSettings = Pick<ConfigOf<typeof httpConfig>, 'headersTimeoutMs' | 'requestTimeoutMs'>;
 
 /**
  * Node's HTTP server as this service runs it. What Node refuses by itself (a request its
