@@ -17,7 +17,6 @@ const DESCRIPTIONS: Record<number, { description: string; message?: string }> = 
     description: 'The user has opted out of name recording: nothing was stored or broadcast.',
     message: 'The user has opted out: their names are not recorded',
   },
-  404: { description: 'No such route.', message: 'Cannot GET /api/nope' },
   413: { description: 'The body is larger than 16 KiB.', message: BODY_TOO_LARGE_MESSAGE },
   415: {
     description: 'The body is not JSON, or declares a charset other than utf-8.',
