@@ -48,6 +48,16 @@ export function pathOf(req: RoutedRequest): string {
   return end === -1 ? target : target.slice(0, end);
 }
 
+/** A URL without its credentials nor query, for the log. */
+export function describeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
 /**
  * Structured logs through pino, for Nest's logger: JSON lines on stdout, or the lines of
  * `destination` (see `personalLogs`). The access log is `accessLog` (one line per request,

@@ -9,6 +9,7 @@ import {
 } from 'typeorm';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel.js';
 import type { PostgresConnectionOptions } from './postgres-options.js';
+import { describeUrl } from '../common/logger.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 import { runMigrationsApart, runMigrationsUnderLock } from './migrate.js';
 import { storageUnavailable } from './database.types.js';
@@ -58,7 +59,7 @@ export class AppDataSource extends DataSource {
       dataSource.log.log(`Using the embedded PGlite database in ${embedded.dataDir}`);
     } else {
       dataSource = new AppDataSource(options);
-      dataSource.log.log(`Using PostgreSQL at ${describeUrl(options.url)}`);
+      dataSource.log.log(`Using PostgreSQL at ${describeUrl(options.url!)}`);
     }
     await dataSource.connectAndMigrate();
     return dataSource;
@@ -168,16 +169,5 @@ export class AppDataSource extends DataSource {
     await this.connecting?.catch(() => undefined);
     if (this.isInitialized) await super.destroy();
     await this.embedded?.stop();
-  }
-}
-
-/** The URL without its password, for the log. */
-function describeUrl(url: string | undefined): string {
-  if (!url) return '(default)';
-  try {
-    const parsed = new URL(url);
-    return `${parsed.host}${parsed.pathname}`;
-  } catch {
-    return '(unparsable URL)';
   }
 }

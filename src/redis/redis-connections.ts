@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { describeUrl } from '../common/logger.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { redisConfig } from './redis.config.js';
 
@@ -178,15 +179,5 @@ export class RedisConnections implements OnApplicationShutdown {
     for (const connection of this.created) if (!ready.includes(connection)) connection.disconnect();
     await Promise.allSettled(ready.map((c) => c.quit()));
     this.created.length = 0;
-  }
-}
-
-/** The URL without its password, for the log. */
-function describeUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
-  } catch {
-    return '(unparsable URL)';
   }
 }
