@@ -1,4 +1,3 @@
-import { ConfigService } from '@nestjs/config';
 import { Reflector } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger, PinoLogger } from 'nestjs-pino';
@@ -8,7 +7,8 @@ import { KnownQueryKeysGuard } from './common/query-keys.guard.js';
 import { RouteTraitsGuard } from './common/route-traits.js';
 import { securityHeaders } from './common/security-headers.js';
 import { createValidationPipe } from './common/validation.js';
-import type { AppConfig } from './config/configuration.js';
+import type { ConfigOf } from './config/config-section.js';
+import { httpConfig } from './config/http.config.js';
 import { serveOpenApi } from './openapi/openapi.js';
 import { servePageOutsideApi } from './page/live-page.js';
 import { configureHttpLayer } from './platform/http-layer.js';
@@ -25,7 +25,7 @@ export const BODY_LIMIT_BYTES = 16 * 1024;
  * says what each adaptation is worth).
  */
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
-  const http = app.get<ConfigService<AppConfig, true>>(ConfigService).get('http', { infer: true });
+  const http = app.get<ConfigOf<typeof httpConfig>>(httpConfig.KEY);
   app.useLogger(app.get(Logger));
   app.setGlobalPrefix(API_PREFIX);
   app.disable('x-powered-by');

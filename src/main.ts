@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { existsSync } from 'node:fs';
 import { AppModule } from './app.module.js';
 import { ExpressHttpAdapter } from './platform/express-http-adapter.js';
 import { configureApp } from './app.setup.js';
-import type { AppConfig } from './config/configuration.js';
+import { appConfig } from './config/app.config.js';
+import type { ConfigOf } from './config/config-section.js';
 import { ConfigurationError } from './config/load-configuration.js';
 import { HttpDrainService } from './health/http-drain.service.js';
 
@@ -27,9 +27,7 @@ async function bootstrap(): Promise<void> {
   );
   configureApp(app);
   app.flushLogs();
-  const { port, shutdownTimeoutMs } = app
-    .get<ConfigService<AppConfig, true>>(ConfigService)
-    .get('app', { infer: true });
+  const { port, shutdownTimeoutMs } = app.get<ConfigOf<typeof appConfig>>(appConfig.KEY);
 
   const drain = app.get(HttpDrainService);
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
