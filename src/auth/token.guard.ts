@@ -1,15 +1,19 @@
 import {
+  applyDecorators,
   type CanActivate,
   createParamDecorator,
   type ExecutionContext,
   Injectable,
   Logger,
   UnauthorizedException,
+  UseGuards,
 } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Reflector } from '@nestjs/core';
+import { ApiBearerAuth, ApiResponse } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
 
 /** The operator's bearer tokens, each the `token` of the configuration section of its name. */
 export type TokenName = 'publish' | 'search' | 'admin';
@@ -17,7 +21,7 @@ export type TokenName = 'publish' | 'search' | 'admin';
 /** Which token a request came with, as the logs and the search's rate limit name it. */
 export type Caller = `${TokenName}-token`;
 
-export const UNAUTHORIZED_MESSAGE = 'Missing or invalid bearer token';
+const UNAUTHORIZED_MESSAGE = 'Missing or invalid bearer token';
 
 /**
  * What each `@RequireToken(name)` accepts, and what its routes do while none of those tokens
@@ -101,3 +105,32 @@ export class TokenGuard implements CanActivate {
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
+
+/** Each token's OpenAPI security scheme (publishing's is the document's first, `bearer`). */
+const SCHEMES: Record<TokenName, string> = { publish: 'bearer', search: 'search', admin: 'admin' };
+
+/** What the 401 means, in the document. */
+const UNAUTHORIZED: Record<TokenName, string> = {
+  publish: 'PUBLISH_TOKEN is set and the bearer token is missing or wrong.',
+  search: 'The bearer token is missing, or is neither SEARCH_TOKEN nor ADMIN_TOKEN.',
+  admin: 'The bearer token is missing or is not ADMIN_TOKEN.',
+};
+
+/**
+ * The route (or every route of the controller) needs `Authorization: Bearer <token>` with
+ * the token `name` (see TOKEN_RULES for what each accepts, and does while unset), else 401;
+ * documented as such. On a controller, the routes answer as unknown ones while it is off.
+ */
+export const RequireToken = (name: TokenName) =>
+  applyDecorators(
+    RequiredToken(name),
+    UseGuards(TokenGuard),
+    // Listed last to first, as the document has always listed them.
+    ...TOKEN_RULES[name].accepts.toReversed().map((token) => ApiBearerAuth(SCHEMES[token])),
+    ApiResponse({
+      status: 401,
+      description: UNAUTHORIZED[name],
+      type: ErrorResponseDto,
+      example: { message: UNAUTHORIZED_MESSAGE, code: 401 },
+    }),
+  );
