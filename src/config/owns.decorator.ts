@@ -5,16 +5,9 @@ import type { ConfigSection } from './config-section.js';
 /** A TypeORM migration class. */
 export type MigrationClass = new () => { name?: string };
 
-/** An OpenAPI tag, with the description the document gives it. */
-export interface ApiTag {
+/** An OpenAPI tag or security scheme, with the description the document gives it. */
+interface Described {
   name: string;
-  description: string;
-}
-
-/** A bearer-token scheme of the OpenAPI document, for a module's routes (`@ApiBearerAuth(name)`). */
-export interface ApiSecurityScheme {
-  name: string;
-  /** Whose token it is, after "sent as `Authorization: Bearer <token>`: ". */
   description: string;
 }
 
@@ -27,9 +20,12 @@ export interface Owned {
   /** Its TypeORM entities: the schema its migrations are generated from. */
   entities?: readonly (abstract new (...args: never[]) => object)[];
   /** Its OpenAPI tags. */
-  apiTags?: readonly ApiTag[];
-  /** Its OpenAPI bearer-token schemes. */
-  apiSecuritySchemes?: readonly ApiSecurityScheme[];
+  apiTags?: readonly Described[];
+  /**
+   * Its OpenAPI bearer-token schemes, for its routes (`@ApiBearerAuth(name)`); the description
+   * says whose token it is, after "sent as `Authorization: Bearer <token>`: ".
+   */
+  apiSecuritySchemes?: readonly Described[];
 }
 
 const OWNED = Symbol('owned');
