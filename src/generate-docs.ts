@@ -1,6 +1,7 @@
 import 'reflect-metadata';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { APPLICATION_MODULES } from './app.module.js';
+import { writeGenerated } from './common/write-generated.js';
 import { variableDocs, type ConfigSection } from './config/config-section.js';
 import { collectOwned } from './config/owns.decorator.js';
 
@@ -94,25 +95,14 @@ function withTable(doc: string, table: string): string {
   return doc.slice(0, start) + table + doc.slice(end + END.length);
 }
 
-function generate(check: boolean): void {
-  const sections = collectOwned(APPLICATION_MODULES).config as ConfigSection<unknown, object>[];
-  const files = new Map([
+const sections = collectOwned(APPLICATION_MODULES).config as ConfigSection<unknown, object>[];
+writeGenerated(
+  new Map([
     [ENV_EXAMPLE, envExample(sections)],
     [
       CONFIGURATION_DOC,
       withTable(readFileSync(CONFIGURATION_DOC, 'utf8'), variablesTable(sections)),
     ],
-  ]);
-  const stale = [...files].filter(([path, text]) => readFileSync(path, 'utf8') !== text);
-  if (!check) {
-    for (const [path, text] of stale) writeFileSync(path, text);
-    return;
-  }
-  if (stale.length > 0) {
-    const names = stale.map(([path]) => path).join(' and ');
-    process.stderr.write(`${names} stale: run \`npm run docs\` and commit the result\n`);
-    process.exit(1);
-  }
-}
-
-generate(process.argv.includes('--check'));
+  ]),
+  'npm run docs',
+);

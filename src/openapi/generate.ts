@@ -1,9 +1,8 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { AppModule } from '../app.module.js';
 import { API_PREFIX } from '../app.setup.js';
+import { writeGenerated } from '../common/write-generated.js';
 import { buildOpenApiDocument } from './openapi.js';
 
 const COMMITTED = 'openapi/openapi.json';
@@ -14,7 +13,7 @@ const COMMITTED = 'openapi/openapi.json';
  * committed file is stale. Preview mode builds the module graph without running any
  * provider: no database, no Redis.
  */
-async function generate(check: boolean): Promise<void> {
+async function generate(): Promise<void> {
   const app = await NestFactory.create(AppModule.forRoot({ LOG_LEVEL: 'silent' }), {
     preview: true,
     logger: false,
@@ -23,16 +22,7 @@ async function generate(check: boolean): Promise<void> {
   app.setGlobalPrefix(API_PREFIX);
   const text = `${JSON.stringify(sortKeys(buildOpenApiDocument(app)), null, 2)}\n`;
   await app.close();
-  if (!check) {
-    mkdirSync(dirname(COMMITTED), { recursive: true });
-    writeFileSync(COMMITTED, text);
-    return;
-  }
-  const committed = existsSync(COMMITTED) ? readFileSync(COMMITTED, 'utf8') : '';
-  if (committed !== text) {
-    process.stderr.write(`${COMMITTED} is stale: run \`npm run openapi\` and commit the result\n`);
-    process.exit(1);
-  }
+  writeGenerated(new Map([[COMMITTED, text]]), 'npm run openapi');
 }
 
 function sortKeys(value: unknown): unknown {
@@ -45,7 +35,7 @@ function sortKeys(value: unknown): unknown {
   );
 }
 
-generate(process.argv.includes('--check')).catch((error: unknown) => {
+generate().catch((error: unknown) => {
   process.stderr.write(`${String((error as Error)?.stack ?? error)}\n`);
   process.exit(1);
 });
