@@ -77,11 +77,6 @@ export class AppDataSource extends DataSource {
     }
   }
 
-  override transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T>;
-  override transaction<T>(
-    isolation: IsolationLevel,
-    work: (manager: EntityManager) => Promise<T>,
-  ): Promise<T>;
   override async transaction<T>(
     isolationOrWork: IsolationLevel | ((manager: EntityManager) => Promise<T>),
     maybeWork?: (manager: EntityManager) => Promise<T>,
