@@ -121,7 +121,7 @@ describe('CursorSignerService', () => {
         throw new StorageUnavailableError('connect ECONNREFUSED 127.0.0.1:5432');
       },
       () => {
-        throw new Error('relation "cursor_keys" does not exist');
+        throw new StorageUnavailableError('relation "cursor_keys" does not exist (SQLSTATE 42P01)');
       },
       () => [],
       () => [{ key: key.subarray(0, 16) }],

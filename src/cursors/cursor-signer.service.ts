@@ -66,15 +66,10 @@ export class CursorSignerService {
   }
 
   private async load(): Promise<Buffer> {
-    let rows: { key: Buffer }[];
-    try {
-      rows = await this.dataSource.query<{ key: Buffer }[]>(
-        'SELECT key FROM cursor_keys WHERE id = 1',
-      );
-    } catch (error) {
-      if (error instanceof StorageUnavailableError) throw error;
-      throw new StorageUnavailableError((error as Error).message);
-    }
+    // The application's data source fails every statement with a StorageUnavailableError.
+    const rows = await this.dataSource.query<{ key: Buffer }[]>(
+      'SELECT key FROM cursor_keys WHERE id = 1',
+    );
     const key = rows[0]?.key;
     if (!Buffer.isBuffer(key) || key.length < KEY_MIN_BYTES) {
       throw new StorageUnavailableError('cursor_keys holds no cursor key');
