@@ -1,13 +1,15 @@
 import {
+  Inject,
   type MiddlewareConsumer,
   Module,
   type NestModule,
   type Type,
   NotFoundException,
 } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import { DiscoveryModule, DiscoveryService, Reflector } from '@nestjs/core';
 import type { NextFunction, Request, Response } from 'express';
+import { CONFIGURATION } from '../config/configuration.module.js';
+import type { Configuration } from '../config/load-configuration.js';
 import { Owns } from '../config/owns.decorator.js';
 import { adminConfig } from './admin.config.js';
 import { acceptedTokens, RequiredToken, TOKEN_RULES } from './token.guard.js';
@@ -25,7 +27,7 @@ export class AuthModule implements NestModule {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly reflector: Reflector,
-    private readonly config: ConfigService,
+    @Inject(CONFIGURATION) private readonly config: Configuration,
   ) {}
 
   configure(consumer: MiddlewareConsumer): void {

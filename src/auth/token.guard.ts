@@ -3,17 +3,19 @@ import {
   type CanActivate,
   createParamDecorator,
   type ExecutionContext,
+  Inject,
   Injectable,
   Logger,
   UnauthorizedException,
   UseGuards,
 } from '@nestjs/common';
-import { ConfigService } from '@nestjs/config';
 import { Reflector } from '@nestjs/core';
 import { ApiBearerAuth, ApiResponse } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { CONFIGURATION } from '../config/configuration.module.js';
+import type { Configuration } from '../config/load-configuration.js';
 
 /** The operator's bearer tokens, each the `token` of the configuration section of its name. */
 export type TokenName = 'publish' | 'search' | 'admin';
@@ -54,11 +56,11 @@ export const AuthenticatedAs = createParamDecorator((_: unknown, context: Execut
  * first, so that it takes the same time whatever the length of the guess.
  */
 export function acceptedTokens(
-  config: ConfigService,
+  config: Configuration,
   name: TokenName,
 ): { caller: Caller; hash: Buffer }[] {
   return TOKEN_RULES[name].accepts.flatMap((accepted) => {
-    const token = config.get<string>(`${accepted}.token`);
+    const token = (config.get(accepted) as { token?: string } | undefined)?.token;
     return token === undefined ? [] : [{ caller: `${accepted}-token`, hash: digest(token) }];
   });
 }
@@ -71,7 +73,7 @@ export class TokenGuard implements CanActivate {
 
   constructor(
     private readonly reflector: Reflector,
-    config: ConfigService,
+    @Inject(CONFIGURATION) config: Configuration,
   ) {
     for (const name of Object.keys(TOKEN_RULES) as TokenName[]) {
       this.accepted.set(name, acceptedTokens(config, name));
