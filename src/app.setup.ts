@@ -3,7 +3,6 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger, PinoLogger } from 'nestjs-pino';
 import { accessLog } from './common/access-log.js';
 import { HttpExceptionFilter } from './common/http-exception.filter.js';
-import { KnownQueryKeysGuard } from './common/query-keys.guard.js';
 import { RouteTraitsGuard } from './common/route-traits.js';
 import { securityHeaders } from './common/security-headers.js';
 import { createValidationPipe } from './common/validation.js';
@@ -50,8 +49,8 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     });
   }
   app.use(...jsonBodies(BODY_LIMIT_BYTES));
-  // First the traits routes declare (@NoAccessLog(), @StreamRoute()…), then the query keys.
-  app.useGlobalGuards(new RouteTraitsGuard(app.get(Reflector)), new KnownQueryKeysGuard());
+  // The traits routes declare (@NoAccessLog(), @StreamRoute()…), then the query keys.
+  app.useGlobalGuards(new RouteTraitsGuard(app.get(Reflector)));
   app.useGlobalPipes(createValidationPipe());
   serveOpenApi(app);
   app.useGlobalFilters(new HttpExceptionFilter());

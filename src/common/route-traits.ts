@@ -1,8 +1,10 @@
 import { applyDecorators, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
+import { queryParamsOf, type QueryParams } from '../platform/route-params.js';
 import { skipAccessLog } from './access-log.js';
 import { withoutApiSecurityHeaders } from './security-headers.js';
+import { unknownKeys } from './validation.js';
 
 /** No access log line for this route's requests (on a controller: for all of its routes). */
 export const NoAccessLog = Reflector.createDecorator<void, true>({
@@ -26,6 +28,8 @@ export const StreamRoute = () => applyDecorators(NoAccessLog(), NoApiSecurityHea
 interface Traits {
   accessLog: boolean;
   apiSecurityHeaders: boolean;
+  /** The query the handler takes, read from the metadata its `@Query()` parameters leave. */
+  query: QueryParams;
 }
 
 /**
@@ -34,7 +38,12 @@ interface Traits {
  * must, to cover the requests no route takes); this is the first step that knows the route.
  * A guard, and the first of them, so that it runs before anything can refuse the request,
  * for every route alike; an interceptor would also wrap a stream's Observable, and every
- * event with it. It lets every request through.
+ * event with it.
+ *
+ * Then it refuses a query key the route does not take, with the message the validation pipe
+ * gives for a DTO's unknown key. A handler with a `@Query()` DTO is left to the pipe (see
+ * validation.ts); the others would otherwise ignore any query. What a handler takes is read
+ * as @nestjs/swagger reads it to document it.
  */
 export class RouteTraitsGuard implements CanActivate {
   private readonly byHandler = new WeakMap<object, Traits>();
@@ -44,10 +53,13 @@ export class RouteTraitsGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return true;
     const traits = this.traitsOf(context);
-    if (traits.accessLog && traits.apiSecurityHeaders) return true;
-    const res = context.switchToHttp().getResponse<Response>();
-    if (!traits.accessLog) skipAccessLog(res);
-    if (!traits.apiSecurityHeaders) withoutApiSecurityHeaders(res);
+    const http = context.switchToHttp();
+    if (!traits.accessLog) skipAccessLog(http.getResponse<Response>());
+    if (!traits.apiSecurityHeaders) withoutApiSecurityHeaders(http.getResponse<Response>());
+    if (traits.query.dto) return true;
+    const { names } = traits.query;
+    const unknown = Object.keys(http.getRequest<Request>().query).filter((key) => !names.has(key));
+    if (unknown.length > 0) throw unknownKeys(unknown);
     return true;
   }
 
@@ -59,6 +71,7 @@ export class RouteTraitsGuard implements CanActivate {
       traits = {
         accessLog: !this.reflector.getAllAndOverride(NoAccessLog, targets),
         apiSecurityHeaders: !this.reflector.getAllAndOverride(NoApiSecurityHeaders, targets),
+        query: queryParamsOf(context.getClass(), handler.name),
       };
       this.byHandler.set(handler, traits);
     }
