@@ -41,7 +41,9 @@ export class LeaseCompetition {
     this.stopNow();
     clearTimeout(this.timer);
     await this.attempt;
-    await this.releaseHeld();
+    const lease = this.held;
+    this.held = undefined;
+    await lease?.release();
   }
 
   private schedule(ms: number): void {
@@ -82,11 +84,5 @@ export class LeaseCompetition {
     if (this.held !== lease) return;
     this.held = undefined;
     this.schedule(0);
-  }
-
-  private async releaseHeld(): Promise<void> {
-    const lease = this.held;
-    this.held = undefined;
-    await lease?.release();
   }
 }
