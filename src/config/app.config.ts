@@ -1,14 +1,10 @@
-import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { IsIn, IsOptional } from 'class-validator';
 import { defineConfig, Variable } from './config-section.js';
-import { ToInteger } from './transforms.js';
+import { IsIntegerBetween } from './transforms.js';
 
 export class AppVariables {
   @Variable('HTTP port')
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(0)
-  @Max(65535)
+  @IsIntegerBetween(0, 65535)
   PORT: number = 3000;
 
   @Variable(
@@ -20,11 +16,7 @@ export class AppVariables {
   NODE_ENV?: string;
 
   @Variable('graceful shutdown budget (a drain takes about a second); past it the process exits 1')
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(0)
-  @Max(600_000)
+  @IsIntegerBetween(0, 600_000)
   SHUTDOWN_TIMEOUT_MS: number = 10_000;
 
   @Variable('pino level (`silent` to mute)')

@@ -1,6 +1,6 @@
-import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsOptional, IsString, Matches } from 'class-validator';
 import { defineConfig, Variable } from './config-section.js';
-import { ToInteger } from './transforms.js';
+import { IsIntegerBetween } from './transforms.js';
 
 export class HttpVariables {
   @Variable(
@@ -25,21 +25,13 @@ export class HttpVariables {
   TRUST_PROXY: string = 'false';
 
   @Variable("a request's line and headers must arrive within this time, else 408")
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(100)
-  @Max(600_000)
+  @IsIntegerBetween(100, 600_000)
   HTTP_HEADERS_TIMEOUT_MS: number = 10_000;
 
   @Variable(
     'a whole request, body included, must arrive within this time, else 408 (at least `HTTP_HEADERS_TIMEOUT_MS`)',
   )
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(100)
-  @Max(3_600_000)
+  @IsIntegerBetween(100, 3_600_000)
   HTTP_REQUEST_TIMEOUT_MS: number = 30_000;
 }
 

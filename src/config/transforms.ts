@@ -1,4 +1,6 @@
+import { applyDecorators } from '@nestjs/common';
 import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
 
 /**
  * Only a plain decimal becomes a number: "12abc" or "1e3" stay strings and fail @IsInt, so the
@@ -8,6 +10,10 @@ export const ToInteger = () =>
   Transform(({ value }: { value: unknown }) =>
     typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value,
   );
+
+/** An optional variable that is an integer from `min` to `max`, written as a plain decimal. */
+export const IsIntegerBetween = (min: number, max: number) =>
+  applyDecorators(IsOptional(), ToInteger(), IsInt(), Min(min), Max(max));
 
 /** "true" and "false" become booleans; anything else stays a string and fails @IsBoolean. */
 export const ToBoolean = () =>

@@ -1,6 +1,6 @@
-import { IsInt, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+import { IsOptional, IsString, Matches, MinLength } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
-import { ToInteger } from '../config/transforms.js';
+import { IsIntegerBetween } from '../config/transforms.js';
 
 export class DatabaseVariables {
   @Variable('`postgres://…`', { default: 'unset: embedded PGlite under `DATA_DIR`', secret: true })
@@ -9,11 +9,7 @@ export class DatabaseVariables {
   DATABASE_URL?: string;
 
   @Variable('Postgres connections per instance (the embedded database always uses one)')
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1)
-  @Max(1000)
+  @IsIntegerBetween(1, 1000)
   DATABASE_POOL_SIZE: number = 10;
 
   @Variable('embedded database files')

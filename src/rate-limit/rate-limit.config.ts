@@ -1,25 +1,16 @@
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
-import { ToInteger } from '../config/transforms.js';
+import { IsIntegerBetween } from '../config/transforms.js';
 
 export class RateLimitVariables {
   @Variable(
     'publishes per window per client address, counted across all instances; past it, 429 with `Retry-After`',
     { default: '`0` (off)' },
   )
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(0)
-  @Max(1_000_000)
+  @IsIntegerBetween(0, 1_000_000)
   PUBLISH_RATE_LIMIT: number = 0;
 
   @Variable('the rate-limit window')
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1000)
-  @Max(3_600_000)
+  @IsIntegerBetween(1000, 3_600_000)
   PUBLISH_RATE_WINDOW_MS: number = 60_000;
 }
 
