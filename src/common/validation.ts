@@ -1,9 +1,4 @@
-import {
-  ArgumentMetadata,
-  BadRequestException,
-  ValidationError,
-  ValidationPipe,
-} from '@nestjs/common';
+import { ArgumentMetadata, BadRequestException, ValidationPipe } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { ValidateIf } from 'class-validator';
 
@@ -102,17 +97,10 @@ export function createValidationPipe(): ValidationPipe {
     transform: true,
     stopAtFirstError: true,
     validationError: { target: false, value: false },
-    exceptionFactory: (errors) => new BadRequestException(formatValidationErrors(errors)),
+    // No DTO nests another (ValidateNested): every error is a property's own constraints.
+    exceptionFactory: (errors) =>
+      new BadRequestException(
+        errors.flatMap((error) => Object.values(error.constraints ?? {})).join('; '),
+      ),
   });
-}
-
-export function formatValidationErrors(errors: ValidationError[], parent = ''): string {
-  return errors
-    .flatMap((error) => {
-      const path = parent ? `${parent}.${error.property}` : error.property;
-      const own = Object.values(error.constraints ?? {});
-      const nested = error.children?.length ? [formatValidationErrors(error.children, path)] : [];
-      return [...own, ...nested];
-    })
-    .join('; ');
 }
