@@ -1,7 +1,6 @@
 import { Logger, Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
-import { Leases } from './leases.js';
-import { LocalLeases } from './local-leases.js';
+import { Leases, LocalLeases } from './leases.js';
 import { RedisConnections } from './redis-connections.js';
 import { RedisLeases } from './redis-leases.js';
 import { redisConfig } from './redis.config.js';
