@@ -16,16 +16,8 @@ const CONFIGURATION_DOC = 'docs/configuration.md';
 const START = '<!-- config:start';
 const END = '<!-- config:end -->';
 
-interface Row {
-  name: string;
-  doc: string;
-  /** As the table in docs/configuration.md shows it. */
-  shown: string;
-  /** The value `.env.example` sets, when there is one. */
-  value?: string;
-}
-
-function rowsOf(section: ConfigSection<unknown, object>): Row[] {
+/** Each variable: its doc, its default as the table shows it, and the value `.env.example` sets. */
+function rowsOf(section: ConfigSection<unknown, object>) {
   const defaults = new section.variables() as Record<string, unknown>;
   return [...variableDocs(section.variables)].map(([name, doc]) => {
     const initial = defaults[name] as string | number | boolean | undefined;
