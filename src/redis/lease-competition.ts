@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Lease, LeaseHolder, Leases } from './leases.js';
+import type { Lease, Leases } from './leases.js';
 
 /**
  * Competes for one lease for as long as it runs: takes it whenever it is free (trying again
@@ -21,7 +21,8 @@ export class LeaseCompetition {
     private readonly leases: Leases,
     readonly name: string,
     private readonly ttlMs: number,
-    private readonly holder: LeaseHolder,
+    /** Told when this instance holds the lease: it runs until `lease.signal` aborts or `stop()`. */
+    private readonly holder: { acquired(lease: Lease): void },
   ) {
     this.stopping = new Promise((resolve) => (this.stopNow = resolve));
   }

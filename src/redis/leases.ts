@@ -31,12 +31,6 @@ export abstract class Leases {
   abstract whenAvailable(): Promise<void>;
 }
 
-/** What a LeaseCompetition tells its holder. */
-export interface LeaseHolder {
-  /** This instance now holds the lease: run until `lease.signal` aborts or `stop()` is called. */
-  acquired(lease: Lease): void;
-}
-
 /**
  * The leases of a single instance (no Redis): nobody else competes, so a lease is free
  * unless one of this instance's own holders has it, and it is never lost.
