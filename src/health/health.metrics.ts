@@ -14,15 +14,12 @@ export class HealthMetrics extends ModuleMetrics {
 
   constructor(metrics: MetricsService, database: DatabaseHealthIndicator, bus: BusHealthIndicator) {
     super(metrics);
-    this.onCollect(async () => {
-      const { status } = (await database.check()).database;
-      this.dependencyUp.set({ dependency: 'postgres' }, status === 'up' ? 1 : 0);
-    });
     // Redis is a dependency only when it is configured.
-    if (bus.enabled) {
+    const dependencies = { postgres: database, ...(bus.enabled ? { redis: bus } : {}) };
+    for (const [dependency, indicator] of Object.entries(dependencies)) {
       this.onCollect(async () => {
-        const { status } = (await bus.check()).redis;
-        this.dependencyUp.set({ dependency: 'redis' }, status === 'up' ? 1 : 0);
+        const [{ status }] = Object.values<{ status: string }>(await indicator.check());
+        this.dependencyUp.set({ dependency }, status === 'up' ? 1 : 0);
       });
     }
   }
