@@ -1,5 +1,7 @@
-import { Logger, OnModuleDestroy } from '@nestjs/common';
+import { Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type { Cluster, Redis } from 'ioredis';
 import { Subject } from 'rxjs';
+import { withTimeout } from '../common/with-timeout.js';
 import type { BusMetrics } from './bus.metrics.js';
 import type { StoredNameEvent } from '../name-events/index.js';
 import {
@@ -22,9 +24,11 @@ const SUBSCRIBER_PING_MS = 2_000;
  * subscription that breaks is never mended behind its holders' backs: their streams fail, and
  * their clients resume from their Last-Event-ID, which the database fills.
  */
-export abstract class RedisPubSubBus extends NameEventBus implements OnModuleDestroy {
+export abstract class RedisPubSubBus extends NameEventBus implements OnModuleInit, OnModuleDestroy {
   readonly kind = 'redis';
-  protected readonly logger: Logger;
+  protected readonly logger = new Logger(this.constructor.name);
+  /** The connection that holds the subscription (the sharded bus's: only while subscribed). */
+  protected subscriber?: Redis;
   /** The deliveries of the current subscription; undefined while unsubscribed. */
   private live?: Subject<NameEventDelivery>;
   private holders = 0;
@@ -36,11 +40,13 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleDes
   private heartbeat?: NodeJS.Timeout;
 
   constructor(
+    protected readonly publisher: Redis | Cluster,
+    protected readonly channel: string,
+    /** PUBLISH, or SPUBLISH on a cluster. */
+    private readonly command: 'publish' | 'spublish',
     private readonly metrics: BusMetrics,
-    loggerName: string,
   ) {
     super();
-    this.logger = new Logger(loggerName);
   }
 
   /** Subscribes this instance's connection; rejects with BusUnavailableError. */
@@ -49,8 +55,35 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleDes
   /** Ends the subscription (best effort: it is no longer wanted). */
   protected abstract closeSubscription(): Promise<void>;
 
-  /** One beat of the heartbeat, while subscribed; must not reject. */
-  protected abstract beat(): Promise<void>;
+  /**
+   * One beat of the heartbeat, while subscribed; must not reject. A failed PING needs no
+   * handling here: a timeout closes the connection, which ends the subscription.
+   */
+  protected async beat(): Promise<void> {
+    await this.subscriber?.ping().catch(() => undefined);
+  }
+
+  /**
+   * Sends the events in one pipeline (one command per event) and gives each command's count
+   * of receivers; any failure, or no reply, is the bus being unavailable.
+   */
+  async publish(events: readonly StoredNameEvent[], publishedAt: number): Promise<number[]> {
+    const pipeline = this.publisher.pipeline();
+    for (const event of events) {
+      const message: BusMessage = { ...event, publishedAt };
+      pipeline[this.command](this.channel, JSON.stringify(message));
+    }
+    let results: [Error | null, unknown][] | null;
+    try {
+      results = await pipeline.exec();
+    } catch (error) {
+      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
+    }
+    if (!results) throw new BusUnavailableError('Redis publish failed: no reply');
+    const failed = results.find(([error]) => error);
+    if (failed) throw new BusUnavailableError(`Redis publish failed: ${failed[0]!.message}`);
+    return results.map(([, receivers]) => receivers as number);
+  }
 
   subscribe(): Promise<BusSubscription> {
     return this.serially(async () => {
@@ -61,6 +94,40 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleDes
       }
       return this.hold(this.live);
     });
+  }
+
+  /**
+   * Start-up waits (briefly) for the connections, so the first requests do not meet a
+   * connection still being opened. Redis down at start-up is not fatal: the service starts,
+   * readiness says so, and ioredis keeps reconnecting.
+   */
+  async onModuleInit(): Promise<void> {
+    // The first outcome of each connection's first attempt: ready, or an error.
+    const settled = (connection: Redis | Cluster) =>
+      connection.status === 'ready'
+        ? Promise.resolve()
+        : new Promise<void>((resolve, reject) => {
+            connection.once('ready', () => resolve());
+            connection.once('error', reject);
+          });
+    const connections = this.subscriber ? [this.publisher, this.subscriber] : [this.publisher];
+    try {
+      await withTimeout(Promise.all(connections.map(settled)), 3_000);
+    } catch {
+      this.logger.error('Redis is not reachable yet; publishing and listening fail until it is');
+    }
+  }
+
+  /**
+   * A round trip on the subscriber connection: Redis answers a connection in order, so the
+   * reply comes after every message it had already queued for this subscriber.
+   */
+  async flush(): Promise<void> {
+    try {
+      await this.subscriber?.ping();
+    } catch (error) {
+      throw new BusUnavailableError(`Redis subscriber did not answer: ${(error as Error).message}`);
+    }
   }
 
   onModuleDestroy(): void {
@@ -93,30 +160,6 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleDes
     this.live = undefined;
     this.holders = 0;
     live?.error(new BusUnavailableError(reason));
-  }
-
-  protected static message(event: StoredNameEvent, publishedAt: number): string {
-    const message: BusMessage = { ...event, publishedAt };
-    return JSON.stringify(message);
-  }
-
-  /**
-   * Sends a publish pipeline (one command per event) and gives each command's count of
-   * receivers; any failure, or no reply, is the bus being unavailable.
-   */
-  protected static async receiversOf(pipeline: {
-    exec(): Promise<[Error | null, unknown][] | null>;
-  }): Promise<number[]> {
-    let results: [Error | null, unknown][] | null;
-    try {
-      results = await pipeline.exec();
-    } catch (error) {
-      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
-    }
-    if (!results) throw new BusUnavailableError('Redis publish failed: no reply');
-    const failed = results.find(([error]) => error);
-    if (failed) throw new BusUnavailableError(`Redis publish failed: ${failed[0]!.message}`);
-    return results.map(([, receivers]) => receivers as number);
   }
 
   private hold(live: Subject<NameEventDelivery>): BusSubscription {

@@ -1,4 +1,4 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -47,12 +47,10 @@ type Node = { host: string; port: number };
  * is the bus-unavailable error, not "no listener".
  */
 @Injectable()
-export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModuleInit {
-  private readonly publisher: Cluster;
-  private readonly channel: string;
-  private readonly listening: string;
+export class ShardedRedisNameEventBus extends RedisPubSubBus {
+  declare protected readonly publisher: Cluster;
+  private readonly listening = `${this.channel}:listening`;
   private readonly token = `${hostname()}:${process.pid}:${randomUUID()}`;
-  private subscriber?: Redis;
   /** Where the channel's slot was last found: asked first next time. */
   private owner?: Node;
 
@@ -60,18 +58,14 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
     private readonly redis: RedisConnections,
     metrics: BusMetrics,
   ) {
-    super(metrics, 'ShardedRedisNameEventBus');
-    this.channel = redis.slotKey('name-events');
-    this.listening = `${this.channel}:listening`;
-    this.publisher = redis.create('publisher') as Cluster;
+    super(redis.create('publisher'), redis.slotKey('name-events'), 'spublish', metrics);
   }
 
-  async publish(events: readonly StoredNameEvent[], publishedAt: number): Promise<number[]> {
-    const pipeline = this.publisher.pipeline();
-    for (const event of events) {
-      pipeline.spublish(this.channel, RedisPubSubBus.message(event, publishedAt));
-    }
-    const receivers = await RedisPubSubBus.receiversOf(pipeline);
+  override async publish(
+    events: readonly StoredNameEvent[],
+    publishedAt: number,
+  ): Promise<number[]> {
+    const receivers = await super.publish(events, publishedAt);
     if (receivers.includes(0) && (await this.listeningInstances()) > 0) {
       throw new BusUnavailableError('Redis subscriptions are being re-established');
     }
@@ -131,38 +125,13 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus implements OnModule
     this.drop();
   }
 
-  protected async beat(): Promise<void> {
-    // A failed PING needs no handling: a timeout closes the connection, which ends the streams.
-    await Promise.all([
-      this.subscriber?.ping().catch(() => undefined),
-      this.announce().catch(() => undefined),
-    ]);
-  }
-
-  async onModuleInit(): Promise<void> {
-    const ready = new Promise<void>((resolve, reject) => {
-      this.publisher.once('ready', () => resolve());
-      this.publisher.once('error', reject);
-    });
-    try {
-      if (this.publisher.status !== 'ready') await withTimeout(ready, 3_000);
-    } catch {
-      this.logger.error('Redis is not reachable yet; publishing and listening fail until it is');
-    }
+  protected override async beat(): Promise<void> {
+    await Promise.all([super.beat(), this.announce().catch(() => undefined)]);
   }
 
   /** A command on the channel's slot: the bus is up when the shard that carries it answers. */
   async ping(): Promise<void> {
     await this.publisher.exists(this.listening);
-  }
-
-  /** A round trip on the subscriber connection, which the shard answers after its messages. */
-  async flush(): Promise<void> {
-    try {
-      await this.subscriber?.ping();
-    } catch (error) {
-      throw new BusUnavailableError(`Redis subscriber did not answer: ${(error as Error).message}`);
-    }
   }
 
   /** This instance listens (for the next LISTENING_TTL_MS). */
