@@ -11,6 +11,7 @@ import {
   type PublishOutcome,
 } from './name-event.types.js';
 import { RecordingGuardsService } from './recording-guards.service.js';
+import { WakeSignal } from './consumers/wake-signal.js';
 
 /**
  * The name-event domain's write side, in one place. Every event enters through `publish`
@@ -21,7 +22,11 @@ import { RecordingGuardsService } from './recording-guards.service.js';
  */
 @Injectable()
 export class NameEventsService {
-  private readonly storedListeners: (() => void)[] = [];
+  /**
+   * Notified whenever this instance may have stored events (for the consumers of the event
+   * log, which it wakes).
+   */
+  readonly stored = new WakeSignal();
 
   constructor(
     private readonly events: NameChangeEventRepository,
@@ -92,23 +97,15 @@ export class NameEventsService {
         )) ?? [];
       stopTimer();
       for (const outcome of outcomes) this.count(outcome);
-      if (outcomes.length > 0) this.announceStored();
+      if (outcomes.length > 0) this.stored.notify();
       return outcomes;
     } catch (error) {
       if (error instanceof BusUnavailableError) {
         this.metrics.eventsUndelivered.inc({ reason: 'bus_unavailable' }, undelivered);
-        this.announceStored();
+        this.stored.notify();
       }
       throw error;
     }
-  }
-
-  /**
-   * Calls `listener` whenever this instance may have stored events (for the consumers of the
-   * event log, which it wakes).
-   */
-  onStored(listener: () => void): void {
-    this.storedListeners.push(listener);
   }
 
   /** Of `userIds`, those who must not be recorded (see RecordingGuardsService). */
@@ -157,10 +154,6 @@ export class NameEventsService {
     else this.metrics.eventsUndelivered.inc({ reason: 'no_listeners' });
   }
 
-  private announceStored(): void {
-    for (const listener of this.storedListeners) listener();
-  }
-
   /**
    * One insert and one PUBLISH, under the publish lock. A user the guards refuse is refused
    * under the same lock: an opt-out is either wholly before the publish (refused) or wholly
@@ -176,7 +169,7 @@ export class NameEventsService {
         return published;
       } finally {
         // Stored even when the broadcast failed (BusUnavailableError).
-        this.announceStored();
+        this.stored.notify();
       }
     });
   }

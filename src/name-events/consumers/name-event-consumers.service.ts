@@ -7,21 +7,25 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import { setTimeout as delay } from 'node:timers/promises';
 import { InjectConfig, type ConfigOf } from '../../config/config-section.js';
 import { NameEventsMetrics } from '../name-events.metrics.js';
 import { LeaseCompetition, Leases } from '../../redis/index.js';
 import { NameChangeEventRepository } from '../name-change-event.repository.js';
 import { NameEventsService } from '../name-events.service.js';
 import { ConsumerPositionsRepository } from './consumer-positions.repository.js';
-import { GATHER_MS, runConsumer } from './consumer-run.js';
 import { consumersConfig } from './consumers.config.js';
 import {
   NameEventConsumer,
   type NameEventConsumerOptions,
   type NameEventHandler,
 } from './name-event-consumer.decorator.js';
-import { WakeSignal } from './wake-signal.js';
 
+/** Woken once caught up, a consumer waits this long before it reads (unless it says). */
+const GATHER_MS = 50;
+/** Back-off after a failed batch: 1 s, doubling, up to a minute. */
+const RETRY_FIRST_MS = 1_000;
+const RETRY_MAX_MS = 60_000;
 /** The lag is counted up to this many events (a count past it costs more than it tells). */
 const LAG_COUNT_CAP = 1_000_000;
 
@@ -44,7 +48,6 @@ interface Running {
 export class NameEventConsumersService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Consumers');
   private readonly consumers: Running[] = [];
-  private readonly stored = new WakeSignal();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -52,11 +55,10 @@ export class NameEventConsumersService implements OnApplicationBootstrap, OnModu
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly events: NameChangeEventRepository,
     private readonly positions: ConsumerPositionsRepository,
-    nameEvents: NameEventsService,
+    private readonly nameEvents: NameEventsService,
     @InjectConfig(consumersConfig) private readonly config: ConfigOf<typeof consumersConfig>,
     private readonly metrics: NameEventsMetrics,
   ) {
-    nameEvents.onStored(() => this.stored.notify());
     metrics.onCollect(() => this.collectLag());
   }
 
@@ -102,25 +104,59 @@ export class NameEventConsumersService implements OnApplicationBootstrap, OnModu
     consumer.competition.start();
   }
 
+  /**
+   * One consumer, while this instance holds its lease: reads the events after its position,
+   * hands them to the handler and moves the position, in one transaction, batch after batch
+   * (the position is read and locked at first and after a failure; then the run knows it, and
+   * each move checks it is still where the run left it),
+   * until there is nothing left; then waits to be woken (or for the poll). Ends when `signal`
+   * aborts (the lease lost, or shutdown).
+   */
   private async run(consumer: Running, handler: NameEventHandler, signal: AbortSignal) {
-    const { name } = consumer.options;
+    const { name, batchSize, from, gatherMs } = consumer.options;
     this.logger.log(`Consumer ${name}: running on this instance`);
-    let since = this.stored.generation;
-    await runConsumer(
-      consumer.options,
-      handler,
-      this.config.pollMs,
-      {
-        txHost: this.txHost,
-        events: this.events,
-        positions: this.positions,
-        reading: () => (since = this.stored.generation),
-        nextWake: (ms, abort) => this.stored.after(since, ms, abort),
-        handled: (count) => this.metrics.consumerEvents.inc({ consumer: name }, count),
-        failed: () => this.metrics.consumerFailures.inc({ consumer: name }),
-      },
-      signal,
-    );
+    let failures = 0;
+    /** The position as this run last stored it; read (locked) again after a failure. */
+    let known: string | undefined;
+    while (!signal.aborted) {
+      try {
+        // Taken before the read: what is stored from now on wakes the wait below.
+        const since = this.nameEvents.stored.generation;
+        const { position, batch } = await this.txHost.withTransaction(async () => {
+          const position = known ?? (await this.positions.lock(name, from));
+          // The lease was lost while waiting for the row: whoever holds it now has it.
+          if (signal.aborted) return { position: undefined, batch: [] };
+          const events = await this.events.findOldestAfterId(position, batchSize);
+          if (events.length === 0) return { position, batch: events };
+          await handler.handle(events);
+          // Only from where this run stored it: another holder's move undoes this batch.
+          const moved = events[events.length - 1].id;
+          await this.positions.move(name, position, moved);
+          return { position: moved, batch: events };
+        });
+        known = position;
+        if (batch.length > 0) handler.committed?.(batch);
+        failures = 0;
+        this.metrics.consumerEvents.inc({ consumer: name }, batch.length);
+        if (batch.length < batchSize) {
+          // At once if this instance stored an event since the read; another instance's are
+          // found by the poll.
+          await this.nameEvents.stored.after(since, this.config.pollMs, signal);
+          // Let a few more arrive: a batch per publish would cost the publish path's event
+          // loop a transaction per publish.
+          await delay(gatherMs, undefined, { signal }).catch(() => undefined);
+        }
+      } catch (error) {
+        known = undefined;
+        failures += 1;
+        this.metrics.consumerFailures.inc({ consumer: name });
+        const wait = Math.min(RETRY_FIRST_MS * 2 ** (failures - 1), RETRY_MAX_MS);
+        this.logger.warn(
+          `Consumer ${name}: a batch failed (attempt ${failures}; next in ${wait} ms): ${(error as Error).message}`,
+        );
+        await delay(wait, undefined, { signal }).catch(() => undefined);
+      }
+    }
   }
 
   private async collectLag(): Promise<void> {
