@@ -67,20 +67,11 @@ export class NameChangeEventRepository {
     const firstSeen = new Set<string>();
     return events.map((event) => {
       const key = keyOf(event);
-      const row = stored.get(key)!;
       // The first input of an inserted row created it; a later identical input is a repeat.
       const created = !repeats.has(key) && !firstSeen.has(key);
       firstSeen.add(key);
-      return {
-        event: {
-          id: row.id,
-          userId: event.userId,
-          type: event.type,
-          name: event.name,
-          changedAt: row.changedAt,
-        },
-        created,
-      };
+      // The row's fields are the event's: its key is theirs.
+      return { event: stored.get(key)!, created };
     });
   }
 
