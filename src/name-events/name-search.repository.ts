@@ -18,6 +18,9 @@ const QUERY_PREFIX = `replace(replace(replace(${QUERY_KEY}, '\\', '\\\\'), '%', 
 // Unqualified: `changed_at` is the events' column wherever these appear.
 const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
+/** A match as the answer gives it, and its place in the search's order (`at`, `id`). */
+const MATCH_COLUMNS = `user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt", ${UTC_ISO_MICROS} AS at, id::text AS id`;
+
 /** A place in a search's order, (changedAt, id): the stored time to the microsecond, the id. */
 export type SearchPosition = StoredPosition;
 
@@ -80,8 +83,7 @@ export class NameSearchRepository {
   private findExact(criteria: SearchCriteria): Promise<MatchRow[]> {
     // Qualified: a bare `id` in ORDER BY names the output column, the text one (10 < 9).
     return this.txHost.tx.query<MatchRow[]>(
-      `SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
-                    ${UTC_ISO_MICROS} AS at, id::text AS id
+      `SELECT ${MATCH_COLUMNS}
                FROM name_change_events
               WHERE ${SEARCH_KEY} = ${QUERY_KEY}
                 AND (changed_at, id) > ($2::timestamptz, $3::bigint)
@@ -108,8 +110,7 @@ export class NameSearchRepository {
                   AND (changed_at, id) > ($2::timestamptz, $3::bigint)
                   ${typed ? 'AND type = $5' : ''}
              )
-             SELECT user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt",
-                    ${UTC_ISO_MICROS} AS at, id::text AS id
+             SELECT ${MATCH_COLUMNS}
                FROM matches
               ORDER BY matches.changed_at, matches.id
               LIMIT $4`,
