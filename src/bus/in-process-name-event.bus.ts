@@ -1,10 +1,8 @@
-import { Injectable } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import type { StoredNameEvent } from '../name-events/index.js';
 import { BusSubscription, NameEventBus, NameEventDelivery } from './name-event-bus.js';
 
 /** The bus of a single instance (no Redis): delivery is a function call. */
-@Injectable()
 export class InProcessNameEventBus extends NameEventBus {
   readonly kind = 'in-process';
   private readonly deliveries = new Subject<NameEventDelivery>();

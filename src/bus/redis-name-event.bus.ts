@@ -1,7 +1,6 @@
-import { Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import type { BusMetrics } from './bus.metrics.js';
-import { RedisConnections } from '../redis/index.js';
+import type { RedisConnections } from '../redis/index.js';
 import { BusUnavailableError } from './name-event-bus.js';
 import { RedisPubSubBus } from './redis-pub-sub.bus.js';
 
@@ -9,7 +8,6 @@ import { RedisPubSubBus } from './redis-pub-sub.bus.js';
  * Classic Redis pub/sub between instances (one server, or Sentinel's master): one publisher
  * connection and one subscriber connection per instance.
  */
-@Injectable()
 export class RedisNameEventBus extends RedisPubSubBus {
   declare protected readonly publisher: Redis;
   declare protected readonly subscriber: Redis;

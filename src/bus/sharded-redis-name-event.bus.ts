@@ -1,11 +1,10 @@
-import { Injectable } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { withTimeout } from '../common/with-timeout.js';
 import type { BusMetrics } from './bus.metrics.js';
 import type { StoredNameEvent } from '../name-events/index.js';
-import { RedisConnections } from '../redis/index.js';
+import type { RedisConnections } from '../redis/index.js';
 import { BusUnavailableError } from './name-event-bus.js';
 import { RedisPubSubBus } from './redis-pub-sub.bus.js';
 
@@ -46,7 +45,6 @@ type Node = { host: string; port: number };
  * slot), renewed every beat. A publish that reached no one while an instance says it listens
  * is the bus-unavailable error, not "no listener".
  */
-@Injectable()
 export class ShardedRedisNameEventBus extends RedisPubSubBus {
   declare protected readonly publisher: Cluster;
   private readonly listening = `${this.channel}:listening`;
