@@ -102,17 +102,9 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleIni
    * readiness says so, and ioredis keeps reconnecting.
    */
   async onModuleInit(): Promise<void> {
-    // The first outcome of each connection's first attempt: ready, or an error.
-    const settled = (connection: Redis | Cluster) =>
-      connection.status === 'ready'
-        ? Promise.resolve()
-        : new Promise<void>((resolve, reject) => {
-            connection.once('ready', () => resolve());
-            connection.once('error', reject);
-          });
     const connections = this.subscriber ? [this.publisher, this.subscriber] : [this.publisher];
     try {
-      await withTimeout(Promise.all(connections.map(settled)), 3_000);
+      await withTimeout(Promise.all(connections.map(ready)), 3_000);
     } catch {
       this.logger.error('Redis is not reachable yet; publishing and listening fail until it is');
     }
@@ -199,4 +191,17 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleIni
     this.operations = result.catch(() => undefined);
     return result;
   }
+}
+
+/**
+ * The first outcome of a connection's first attempt: resolves when it is ready; rejects with
+ * its first error, or when it ends first.
+ */
+export function ready(connection: Redis | Cluster): Promise<void> {
+  if (connection.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    connection.once('ready', () => resolve());
+    connection.once('error', reject);
+    connection.once('end', () => reject(new Error('the connection ended')));
+  });
 }

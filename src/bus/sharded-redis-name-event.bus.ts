@@ -6,7 +6,7 @@ import type { BusMetrics } from './bus.metrics.js';
 import type { StoredNameEvent } from '../name-events/index.js';
 import type { RedisConnections } from '../redis/index.js';
 import { BusUnavailableError } from './name-event-bus.js';
-import { RedisPubSubBus } from './redis-pub-sub.bus.js';
+import { ready, RedisPubSubBus } from './redis-pub-sub.bus.js';
 
 /**
  * How long an instance counts as listening after it last said so (it says so every beat, and
@@ -171,15 +171,4 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus {
 async function masterOf(connection: Redis): Promise<Node | undefined> {
   const [role, host, port] = (await connection.role()) as [string, string, number];
   return role === 'slave' ? { host, port: Number(port) } : undefined;
-}
-
-/** Resolves when the connection is ready; rejects (with its last error) when it ends first. */
-function ready(connection: Redis): Promise<void> {
-  if (connection.status === 'ready') return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    let last: Error | undefined;
-    connection.on('error', (error: Error) => (last = error));
-    connection.once('ready', () => resolve());
-    connection.once('end', () => reject(last ?? new Error('the connection to the node ended')));
-  });
 }
