@@ -1,5 +1,6 @@
 import { Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
+import pLimit from 'p-limit';
 import { Subject } from 'rxjs';
 import { withTimeout } from '../common/with-timeout.js';
 import type { BusMetrics } from './bus.metrics.js';
@@ -32,7 +33,8 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleIni
   /** The deliveries of the current subscription; undefined while unsubscribed. */
   private live?: Subject<NameEventDelivery>;
   private holders = 0;
-  private operations: Promise<unknown> = Promise.resolve();
+  /** Subscribe and unsubscribe, one at a time. */
+  private readonly serially = pLimit(1);
   /**
    * While subscribed: a PING now and then, so a Redis that stopped answering is noticed (by
    * the response timeout) and the streams end, instead of waiting for events that never come.
@@ -184,12 +186,6 @@ export abstract class RedisPubSubBus extends NameEventBus implements OnModuleIni
   private stopHeartbeat(): void {
     clearInterval(this.heartbeat);
     this.heartbeat = undefined;
-  }
-
-  private serially<T>(operation: () => Promise<T>): Promise<T> {
-    const result = this.operations.then(operation, operation);
-    this.operations = result.catch(() => undefined);
-    return result;
   }
 }
 
