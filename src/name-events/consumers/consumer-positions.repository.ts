@@ -2,15 +2,6 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 
-/** The consumer's position was moved by another instance since this one read it. */
-export class PositionMovedError extends Error {
-  override readonly name = 'PositionMovedError';
-
-  constructor(consumer: string) {
-    super(`Consumer ${consumer}: its position was moved by another instance`);
-  }
-}
-
 /** Where each consumer of the event log is: the id of the last event it handled. */
 @Injectable()
 export class ConsumerPositionsRepository {
@@ -45,7 +36,7 @@ export class ConsumerPositionsRepository {
   }
 
   /**
-   * Moves the consumer's position from `from` to `to`; throws PositionMovedError when it is
+   * Moves the consumer's position from `from` to `to`; throws when it is
    * no longer at `from` (another instance moved it: this one lost the lease). Waits for a
    * transaction that holds the row, then looks again.
    */
@@ -55,7 +46,9 @@ export class ConsumerPositionsRepository {
               WHERE name = $1 AND position = $2`,
       [name, from, to],
     );
-    if (rowCount !== 1) throw new PositionMovedError(name);
+    if (rowCount !== 1) {
+      throw new Error(`Consumer ${name}: its position was moved by another instance`);
+    }
   }
 
   /**
