@@ -9,7 +9,12 @@ import { post } from './support/http.js';
 import { metric } from './support/metrics.js';
 import { waitFor } from './support/ports.js';
 import { admin, ADMIN_TOKEN } from './support/privacy.js';
-import { RecordingConsumer, RecordingConsumerModule } from './support/recording-consumer.js';
+import {
+  ConfiguredRecorder,
+  ConfiguredRecorderModule,
+  RecordingConsumer,
+  RecordingConsumerModule,
+} from './support/recording-consumer.js';
 
 const recorder = (fx: { app: AppFixture['app'] }) => fx.app.get(RecordingConsumer);
 const fields = ({ userId, type, name, changedAt }: NameEventBody) => ({
@@ -26,6 +31,21 @@ async function publishAll(url: string, bodies: NameEventBody[]): Promise<void> {
     expect({ status, answer }).toEqual({ status: 500, answer: NO_LISTENERS });
   }
 }
+
+describe('a consumer whose options come from its configuration', () => {
+  const fx = useApp({ modules: [ConfiguredRecorderModule] });
+
+  it('takes the batch size it was built with over the default', async () => {
+    const bodies = Array.from({ length: 3 }, () => nameEvent());
+    await publishAll(fx.url, bodies);
+    const configured = fx.app.get(ConfiguredRecorder);
+    await waitFor('3 events handled', () => configured.handled.length >= 3);
+    // By the default (100, gathered for 50 ms) the three would be one batch or two.
+    expect(configured.batches.map((batch) => batch.map(fields))).toEqual(
+      bodies.map((body) => [fields(body)]),
+    );
+  });
+});
 
 describe('a consumer of the event log (PostgreSQL and Redis)', () => {
   const fx = useApp({ modules: [RecordingConsumerModule], env: { ADMIN_TOKEN } });

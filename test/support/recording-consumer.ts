@@ -1,4 +1,4 @@
-import { Injectable, Module } from '@nestjs/common';
+import { Inject, Injectable, Module } from '@nestjs/common';
 import {
   NameEventConsumer,
   type NameEventHandler,
@@ -41,3 +41,21 @@ export class RecordingConsumer implements NameEventHandler {
 
 @Module({ providers: [RecordingConsumer] })
 export class RecordingConsumerModule {}
+
+/** What ConfiguredRecorder is built with, as a module's configuration would give it. */
+export const RECORDER_BATCH_SIZE = Symbol('recorder batch size');
+
+/** A consumer whose batch size is known only once it is built (`consumerOptions`). */
+@NameEventConsumer({ name: 'configured-recorder', from: 'start' })
+@Injectable()
+export class ConfiguredRecorder extends RecordingConsumer {
+  readonly consumerOptions: { batchSize: number };
+
+  constructor(@Inject(RECORDER_BATCH_SIZE) batchSize: number) {
+    super();
+    this.consumerOptions = { batchSize };
+  }
+}
+
+@Module({ providers: [ConfiguredRecorder, { provide: RECORDER_BATCH_SIZE, useValue: 1 }] })
+export class ConfiguredRecorderModule {}

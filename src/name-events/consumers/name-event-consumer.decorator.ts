@@ -34,6 +34,11 @@ export interface NameEventConsumerOptions {
  * erased before a batch was read are not in it.
  */
 export interface NameEventHandler {
+  /**
+   * Options known only once the handler is built, from its module's configuration (a
+   * configured batch size): they take the place of the decorator's.
+   */
+  readonly consumerOptions?: Partial<Omit<NameEventConsumerOptions, 'name'>>;
   handle(events: readonly StoredNameEvent[]): Promise<void>;
   /**
    * Called once the batch `handle` wrote has committed (optional): to wake whatever acts on

@@ -67,7 +67,13 @@ export class NameEventConsumersService implements OnApplicationBootstrap, OnModu
       const found = this.discovery.getMetadataByDecorator(NameEventConsumer, wrapper);
       const handler = wrapper.instance as NameEventHandler | undefined;
       if (!found || !handler) continue;
-      const options = { batchSize: 100, from: 'now' as const, gatherMs: GATHER_MS, ...found };
+      const options = {
+        batchSize: 100,
+        from: 'now' as const,
+        gatherMs: GATHER_MS,
+        ...found,
+        ...handler.consumerOptions,
+      };
       await this.positions.ensure(options.name, options.from).catch((error: Error) =>
         // The database is down: the run creates the row once it is back.
         this.logger.warn(`Consumer ${options.name}: not registered yet (${error.message})`),
