@@ -1,15 +1,6 @@
-import {
-  IsBoolean,
-  IsInt,
-  IsOptional,
-  IsString,
-  Matches,
-  Max,
-  Min,
-  MinLength,
-} from 'class-validator';
+import { IsBoolean, IsOptional, IsString, Matches, MinLength } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
-import { ToBoolean, ToInteger } from '../config/transforms.js';
+import { IsIntegerBetween, ToBoolean } from '../config/transforms.js';
 import { USER_PARTITIONS } from '../name-events/index.js';
 
 export class DiscordVariables {
@@ -28,29 +19,17 @@ export class DiscordVariables {
   @Variable('the total number of gateway shards, shared by every instance', {
     default: 'unset: the count Discord recommends in `GET /gateway/bot`',
   })
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1)
-  @Max(100_000)
+  @IsIntegerBetween(1, 100_000)
   DETECTOR_SHARD_COUNT?: number;
 
   @Variable("a shard's lease in Redis: how soon another instance takes a dead one's shards over")
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1000)
-  @Max(600_000)
+  @IsIntegerBetween(1000, 600_000)
   DETECTOR_LEASE_MS: number = 30_000;
 
   @Variable(
     'batches of members compared with the known names at once, each on a Postgres connection of its own',
   )
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1)
-  @Max(USER_PARTITIONS)
+  @IsIntegerBetween(1, USER_PARTITIONS)
   DETECTOR_COMPARE_CONCURRENCY: number = 4;
 
   @Variable("Discord's REST API base, for a REST proxy", {

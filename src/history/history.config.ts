@@ -1,24 +1,15 @@
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
-import { ToInteger } from '../config/transforms.js';
+import { IsIntegerBetween } from '../config/transforms.js';
 
 export class HistoryVariables {
   @Variable('reads of a whole history longer than 1,000 entries at once, per instance')
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1)
-  @Max(1_000)
+  @IsIntegerBetween(1, 1_000)
   HISTORY_LONG_READS: number = 2;
 
   @Variable(
     'reads of a long history waiting their turn, per instance; past it, 503 with `Retry-After`',
   )
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(0)
-  @Max(100_000)
+  @IsIntegerBetween(0, 100_000)
   HISTORY_LONG_READS_QUEUE: number = 32;
 }
 

@@ -1,32 +1,19 @@
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
-import { ToInteger } from '../config/transforms.js';
+import { IsIntegerBetween } from '../config/transforms.js';
 
 export class RetentionVariables {
   @Variable('history entries whose `changedAt` is older are deleted by a periodic job', {
     default: '`0` (keep forever)',
   })
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(0)
-  @Max(36_500)
+  @IsIntegerBetween(0, 36_500)
   RETENTION_DAYS: number = 0;
 
   @Variable('how often the retention job runs (and once at start-up)')
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(100)
-  @Max(86_400_000)
+  @IsIntegerBetween(100, 86_400_000)
   RETENTION_INTERVAL_MS: number = 3_600_000;
 
   @Variable('entries the retention job deletes per statement')
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1)
-  @Max(100_000)
+  @IsIntegerBetween(1, 100_000)
   RETENTION_BATCH_SIZE: number = 1000;
 }
 

@@ -1,6 +1,6 @@
-import { IsInt, IsOptional, IsString, Max, Min, MinLength } from 'class-validator';
+import { IsOptional, IsString, MinLength } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
-import { ToInteger } from '../config/transforms.js';
+import { IsIntegerBetween } from '../config/transforms.js';
 
 export class SearchVariables {
   @Variable(
@@ -15,19 +15,11 @@ export class SearchVariables {
   @Variable(
     'searches per window per token (SEARCH_TOKEN and ADMIN_TOKEN counted apart), across all instances; past it, 429 with `Retry-After`; `0`: off',
   )
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(0)
-  @Max(1_000_000)
+  @IsIntegerBetween(0, 1_000_000)
   SEARCH_RATE_LIMIT: number = 120;
 
   @Variable('the search rate-limit window')
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1000)
-  @Max(3_600_000)
+  @IsIntegerBetween(1000, 3_600_000)
   SEARCH_RATE_WINDOW_MS: number = 60_000;
 }
 

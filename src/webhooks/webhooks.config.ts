@@ -1,6 +1,6 @@
-import { IsBoolean, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { IsBoolean, IsOptional } from 'class-validator';
 import { defineConfig, Variable } from '../config/config-section.js';
-import { ToBoolean, ToInteger } from '../config/transforms.js';
+import { IsIntegerBetween, ToBoolean } from '../config/transforms.js';
 
 export class WebhooksVariables {
   @Variable(
@@ -14,21 +14,13 @@ export class WebhooksVariables {
   @Variable(
     "a webhook endpoint's sender lease in Redis: how soon another instance takes over a dead one's deliveries",
   )
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1_000)
-  @Max(600_000)
+  @IsIntegerBetween(1_000, 600_000)
   WEBHOOK_LEASE_MS: number = 15_000;
 
   @Variable(
     'how often an idle sender looks for events read by another instance, and instances for endpoints created elsewhere',
   )
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(50)
-  @Max(60_000)
+  @IsIntegerBetween(50, 60_000)
   WEBHOOK_POLL_MS: number = 500;
 }
 
