@@ -1,3 +1,3 @@
 /** What the auth folder offers the others: nothing else of it is theirs to import. */
-export { AuthenticatedAs, callerOf, RequireToken } from './token.guard.js';
+export { ApiOffResponse, AuthenticatedAs, callerOf, RequireToken } from './token.guard.js';
 export type { Caller } from './token.guard.js';

@@ -136,3 +136,21 @@ export const RequireToken = (name: TokenName) =>
       example: { message: UNAUTHORIZED_MESSAGE, code: 401 },
     }),
   );
+
+/** What a 404 means while the token is off (see TOKEN_RULES). */
+const OFF: Record<'search' | 'admin', string> = {
+  search: 'Neither SEARCH_TOKEN nor ADMIN_TOKEN is set: the search is off',
+  admin: 'ADMIN_TOKEN is not set: administration is off',
+};
+
+/**
+ * The 404 of a route of a `@RequireToken(name)` controller while the token is off: `message`
+ * as the example (`Cannot GET /api/…`), and `alsoWhen`, what else the route's 404 means.
+ */
+export const ApiOffResponse = (name: 'search' | 'admin', message: string, alsoWhen?: string) =>
+  ApiResponse({
+    status: 404,
+    description: `${alsoWhen ? `${alsoWhen}; or ` : ''}${OFF[name]}, and the route answers as an unknown one.`,
+    type: ErrorResponseDto,
+    example: { message, code: 404 },
+  });

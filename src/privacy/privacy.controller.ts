@@ -1,8 +1,7 @@
 import { applyDecorators, Controller, Delete, Get, Put } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
-import { RequireToken } from '../auth/index.js';
+import { ApiOffResponse, RequireToken } from '../auth/index.js';
 import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
 import { ErasureResponseDto, OptOutResponseDto } from './privacy.dto.js';
 import { PrivacyService } from './privacy.service.js';
@@ -10,13 +9,7 @@ import { PrivacyService } from './privacy.service.js';
 /** What every administration route may answer besides its 200. */
 function ApiAdministration(method: 'GET' | 'PUT' | 'DELETE', route: 'prevnames' | 'opt-out') {
   return applyDecorators(
-    ApiResponse({
-      status: 404,
-      description:
-        'ADMIN_TOKEN is not set: administration is off, and the route answers as an unknown one.',
-      type: ErrorResponseDto,
-      example: { message: `Cannot ${method} /api/users/123456789012345678/${route}`, code: 404 },
-    }),
+    ApiOffResponse('admin', `Cannot ${method} /api/users/123456789012345678/${route}`),
     ApiErrorResponses(400, 500),
     ApiUserIdParam(),
   );

@@ -1,11 +1,10 @@
 import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiErrorResponses, ApiRetryLaterResponse } from '../common/api-error-responses.js';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { SearchQueryDto, SearchResponseDto } from './search.dto.js';
 import { SearchService } from './search.service.js';
-import { AuthenticatedAs, RequireToken } from '../auth/index.js';
+import { ApiOffResponse, AuthenticatedAs, RequireToken } from '../auth/index.js';
 import {
   RATE_LIMITED_MESSAGE,
   SearchRateLimitGuard,
@@ -44,13 +43,7 @@ export class SearchController {
       },
     },
   })
-  @ApiResponse({
-    status: 404,
-    description:
-      'Neither SEARCH_TOKEN nor ADMIN_TOKEN is set: the search is off, and the route answers as an unknown one.',
-    type: ErrorResponseDto,
-    example: { message: 'Cannot GET /api/prevnames?name=old_name', code: 404 },
-  })
+  @ApiOffResponse('search', 'Cannot GET /api/prevnames?name=old_name')
   @ApiRetryLaterResponse(
     429,
     "Past the token's budget (SEARCH_RATE_LIMIT per SEARCH_RATE_WINDOW_MS): try again after `Retry-After` seconds.",

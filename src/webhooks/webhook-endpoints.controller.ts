@@ -13,12 +13,10 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiParam,
-  ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
-import { RequireToken } from '../auth/index.js';
+import { ApiOffResponse, RequireToken } from '../auth/index.js';
 import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
 import {
   CreatedWebhookEndpointDto,
   CreateWebhookEndpointDto,
@@ -34,16 +32,13 @@ const PATH = '/api/webhook-endpoints';
 /** What every endpoint route may answer besides its success. */
 function ApiAdministration(method: 'GET' | 'POST' | 'DELETE', path: string, unknownId = false) {
   return applyDecorators(
-    ApiResponse({
-      status: 404,
-      description: unknownId
-        ? 'No such endpoint (never created, or deleted); or ADMIN_TOKEN is not set: administration is off, and the route answers as an unknown one.'
-        : 'ADMIN_TOKEN is not set: administration is off, and the route answers as an unknown one.',
-      type: ErrorResponseDto,
-      example: unknownId
-        ? { message: 'No webhook endpoint 42', code: 404 }
-        : { message: `Cannot ${method} ${path}`, code: 404 },
-    }),
+    unknownId
+      ? ApiOffResponse(
+          'admin',
+          'No webhook endpoint 42',
+          'No such endpoint (never created, or deleted)',
+        )
+      : ApiOffResponse('admin', `Cannot ${method} ${path}`),
     ApiErrorResponses(method === 'POST' ? [400, PRIVATE_TARGET_MESSAGE] : UNKNOWN_QUERY_KEY, 500),
   );
 }
