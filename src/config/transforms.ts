@@ -11,9 +11,18 @@ export const ToInteger = () =>
     typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value,
   );
 
-/** An optional variable that is an integer from `min` to `max`, written as a plain decimal. */
-export const IsIntegerBetween = (min: number, max: number) =>
-  applyDecorators(IsOptional(), ToInteger(), IsInt(), Min(min), Max(max));
+/**
+ * An optional integer from `min` to `max`, written as a plain decimal: a variable, or a query
+ * value. `message`: what any of its errors says, instead of class-validator's.
+ */
+export const IsIntegerBetween = (min: number, max: number, message?: string) =>
+  applyDecorators(
+    IsOptional(),
+    ToInteger(),
+    IsInt({ message }),
+    Min(min, { message }),
+    Max(max, { message }),
+  );
 
 /** "true" and "false" become booleans; anything else stays a string and fails @IsBoolean. */
 export const ToBoolean = () =>

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsOptional, IsString, MaxLength } from 'class-validator';
 import { IsZonedTimestamp } from '../common/timestamp.js';
-import { ToInteger } from '../config/transforms.js';
+import { IsIntegerBetween } from '../config/transforms.js';
 import { SentNameChangeEventDto } from '../publish/index.js';
 
 export const HISTORY_MAX_LIMIT = 1000;
@@ -19,11 +19,7 @@ export class HistoryQueryDto {
     maximum: HISTORY_MAX_LIMIT,
     type: 'integer',
   })
-  @IsOptional()
-  @ToInteger()
-  @IsInt({ message: LIMIT_MESSAGE })
-  @Min(1, { message: LIMIT_MESSAGE })
-  @Max(HISTORY_MAX_LIMIT, { message: LIMIT_MESSAGE })
+  @IsIntegerBetween(1, HISTORY_MAX_LIMIT, LIMIT_MESSAGE)
   limit?: number;
 
   @ApiPropertyOptional({

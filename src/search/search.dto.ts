@@ -1,17 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import {
-  IsDefined,
-  IsIn,
-  IsInt,
-  IsOptional,
-  IsString,
-  Max,
-  MaxLength,
-  Min,
-  ValidateBy,
-} from 'class-validator';
+import { IsDefined, IsIn, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
 import { CodePointLength, IsStorableText } from '../common/string-rules.js';
-import { ToInteger } from '../config/transforms.js';
+import { IsIntegerBetween } from '../config/transforms.js';
 import { NAME_TYPES, type NameType } from '../name-events/index.js';
 import { NAME_MAX_LENGTH, SentNameChangeEventDto } from '../publish/index.js';
 
@@ -87,11 +77,7 @@ export class SearchQueryDto {
     default: SEARCH_DEFAULT_LIMIT,
     type: 'integer',
   })
-  @IsOptional()
-  @ToInteger()
-  @IsInt({ message: LIMIT_MESSAGE })
-  @Min(1, { message: LIMIT_MESSAGE })
-  @Max(SEARCH_MAX_LIMIT, { message: LIMIT_MESSAGE })
+  @IsIntegerBetween(1, SEARCH_MAX_LIMIT, LIMIT_MESSAGE)
   @Once()
   limit?: number;
 
