@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDefined, IsIn, IsOptional, IsString, MaxLength, ValidateBy } from 'class-validator';
-import { CodePointLength, IsStorableText } from '../common/string-rules.js';
+import { IsDefined, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { CodePointLength, IsStorableText, rule } from '../common/string-rules.js';
 import { IsIntegerBetween } from '../config/transforms.js';
 import { NAME_TYPES, type NameType } from '../name-events/index.js';
 import { NAME_MAX_LENGTH, SentNameChangeEventDto } from '../publish/index.js';
@@ -26,15 +26,7 @@ export const PREFIX_MESSAGE = `name must be at least ${PREFIX_MIN_LENGTH} charac
 const CURSOR_MAX_LENGTH = 4096;
 
 /** A query key given twice (`?name=a&name=b`) arrives as an array: refused, naming the key. */
-function Once() {
-  return ValidateBy({
-    name: 'once',
-    validator: {
-      validate: (value: unknown) => !Array.isArray(value),
-      defaultMessage: () => '$property must be given once',
-    },
-  });
-}
+const Once = () => rule('once', '$property must be given once', (value) => !Array.isArray(value));
 
 export class SearchQueryDto {
   @ApiProperty({

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
-import { IsDefined, IsIn, IsString, ValidateBy } from 'class-validator';
-import { CodePointLength, IsStorableText } from '../common/string-rules.js';
+import { IsDefined, IsIn, IsString } from 'class-validator';
+import { CodePointLength, IsStorableText, rule } from '../common/string-rules.js';
 import { IsUserId, USER_ID_MAX_LENGTH } from '../common/user-id.js';
 import { IsOmittable } from '../common/validation.js';
 import { NAME_TYPES, type NameType } from '../name-events/index.js';
@@ -10,14 +10,7 @@ import { isHttpUrl } from './webhook-targets.js';
 export const URL_MAX_LENGTH = 2048;
 export const DESCRIPTION_MAX_LENGTH = 256;
 
-const IsHttpUrl = () =>
-  ValidateBy({
-    name: 'isHttpUrl',
-    validator: {
-      validate: isHttpUrl,
-      defaultMessage: () => 'url must be an absolute http or https URL',
-    },
-  });
+const IsHttpUrl = () => rule('isHttpUrl', 'url must be an absolute http or https URL', isHttpUrl);
 
 export class CreateWebhookEndpointDto {
   @ApiProperty({
