@@ -5,7 +5,7 @@ import type { ConfigSection } from './config-section.js';
 /** A TypeORM migration class. */
 export type MigrationClass = new () => { name?: string };
 
-/** An OpenAPI tag or security scheme, with the description the document gives it. */
+/** An OpenAPI tag, with the description the document gives it. */
 interface Described {
   name: string;
   description: string;
@@ -21,19 +21,14 @@ export interface Owned {
   entities?: readonly (abstract new (...args: never[]) => object)[];
   /** Its OpenAPI tags. */
   apiTags?: readonly Described[];
-  /**
-   * Its OpenAPI bearer-token schemes, for its routes (`@ApiBearerAuth(name)`); the description
-   * says whose token it is, after "sent as `Authorization: Bearer <token>`: ".
-   */
-  apiSecuritySchemes?: readonly Described[];
 }
 
 const OWNED = Symbol('owned');
 
 /**
  * Declares what a module owns, on the module class, so that adding the module to
- * `app.module.ts` is all it takes: the application finds its configuration, migrations,
- * OpenAPI tags and security schemes there (`collectOwned`).
+ * `app.module.ts` is all it takes: the application finds its configuration, migrations and
+ * OpenAPI tags there (`collectOwned`).
  */
 export function Owns(owned: Owned): ClassDecorator {
   return (target) => Reflect.defineMetadata(OWNED, owned, target);
@@ -53,7 +48,6 @@ export function collectOwned(modules: readonly unknown[]): Required<Owned> {
     migrations: owned.flatMap((each) => each.migrations ?? []),
     entities: owned.flatMap((each) => each.entities ?? []),
     apiTags: owned.flatMap((each) => each.apiTags ?? []),
-    apiSecuritySchemes: owned.flatMap((each) => each.apiSecuritySchemes ?? []),
   };
 }
 

@@ -40,12 +40,16 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setVersion(version)
     .setLicense('Proprietary', 'https://example.com/license')
     .addServer('/', 'This instance');
-  // The operator's tokens, then a module's own (`@Owns({ apiSecuritySchemes })`).
+  // The operator's tokens (see the auth folder's TOKEN_RULES).
   const owned = app.get<Required<Owned>>(OWNED_BY_MODULES);
   const schemes = [
     { name: 'bearer', description: "the operator's PUBLISH_TOKEN. Needed only when it is set." },
     { name: ADMIN_SCHEME, description: "the operator's ADMIN_TOKEN (16 characters or more)." },
-    ...owned.apiSecuritySchemes,
+    {
+      name: 'search',
+      description:
+        "the operator's SEARCH_TOKEN (16 characters or more); ADMIN_TOKEN is accepted too.",
+    },
   ];
   for (const { name, description } of schemes) {
     builder.addSecurity(name, {

@@ -29,13 +29,6 @@ Index('name_change_events_search_idx', { synchronize: false })(NameChangeEvent);
         'Who had a given name (moderation; off unless SEARCH_TOKEN or ADMIN_TOKEN is set)',
     },
   ],
-  apiSecuritySchemes: [
-    {
-      name: 'search',
-      description:
-        "the operator's SEARCH_TOKEN (16 characters or more); ADMIN_TOKEN is accepted too.",
-    },
-  ],
   config: [searchConfig],
   migrations: searchMigrations,
 })
