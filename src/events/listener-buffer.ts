@@ -2,6 +2,7 @@ import type { MessageEvent } from '@nestjs/common';
 import type { Writable } from 'node:stream';
 import { Observable, type OperatorFunction } from 'rxjs';
 import { Fifo } from '../common/fifo.js';
+import { withTimeout } from '../common/with-timeout.js';
 
 /** An SSE message, with the size of its frame on the wire. */
 export interface Frame {
@@ -76,11 +77,7 @@ export class ListenerBuffer {
   readyWithin(ms: number): Promise<void> {
     const wait = this.ready();
     if (!wait) return Promise.resolve();
-    let timer: NodeJS.Timeout | undefined;
-    const stalled = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ListenerStalledError('The listener took nothing')), ms);
-    });
-    return Promise.race([wait, stalled]).finally(() => clearTimeout(timer));
+    return withTimeout(wait, ms, () => new ListenerStalledError('The listener took nothing'));
   }
 
   /** Cuts the listener off for not reading (its connection dropped; it can resume). */
