@@ -63,3 +63,8 @@ export function ApiRetryLaterResponse(status: 429 | 503, description: string, me
     headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } },
   });
 }
+
+/** The `Link` header (RFC 8288) of a paged answer: what it leads to, and an example. */
+export const linkHeader = (description: string, example: string) => ({
+  Link: { description, required: false, schema: { type: 'string', example } },
+});

@@ -1,7 +1,11 @@
 import { Controller, Get, Query, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiErrorResponses, ApiRetryLaterResponse } from '../common/api-error-responses.js';
+import {
+  ApiErrorResponses,
+  ApiRetryLaterResponse,
+  linkHeader,
+} from '../common/api-error-responses.js';
 import { ApiUserIdParam, UserIdParam } from '../common/user-id.js';
 import { HistoryQueryDto, HistoryResponseDto } from './history.dto.js';
 import {
@@ -30,17 +34,10 @@ export class HistoryController {
   @ApiOkResponse({
     type: HistoryResponseDto,
     description: "The user's name history.",
-    headers: {
-      Link: {
-        description: LINK_DESCRIPTION,
-        required: false,
-        schema: {
-          type: 'string',
-          example:
-            '</api/users/123456789012345678/prevnames?limit=2&cursor=WyJuZXh0IiwiMjAyNC0wNi0wN1QxNTozMDowMC4wMDAwMDBaIiwiNDIiXQ.7K0Ywp6J9Ljw2EX0q4mZ8A>; rel="next"',
-        },
-      },
-    },
+    headers: linkHeader(
+      LINK_DESCRIPTION,
+      '</api/users/123456789012345678/prevnames?limit=2&cursor=WyJuZXh0IiwiMjAyNC0wNi0wN1QxNTozMDowMC4wMDAwMDBaIiwiNDIiXQ.7K0Ywp6J9Ljw2EX0q4mZ8A>; rel="next"',
+    ),
   })
   @ApiUserIdParam()
   @ApiRetryLaterResponse(

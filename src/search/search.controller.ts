@@ -1,7 +1,11 @@
 import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiErrorResponses, ApiRetryLaterResponse } from '../common/api-error-responses.js';
+import {
+  ApiErrorResponses,
+  ApiRetryLaterResponse,
+  linkHeader,
+} from '../common/api-error-responses.js';
 import { SearchQueryDto, SearchResponseDto } from './search.dto.js';
 import { SearchService } from './search.service.js';
 import { ApiOffResponse, AuthenticatedAs, RequireToken } from '../auth/index.js';
@@ -31,17 +35,10 @@ export class SearchController {
   @ApiOkResponse({
     type: SearchResponseDto,
     description: 'The matches of this page.',
-    headers: {
-      Link: {
-        description: LINK_DESCRIPTION,
-        required: false,
-        schema: {
-          type: 'string',
-          example:
-            '</api/prevnames?name=old_name&limit=100&cursor=WyJvbGRfbmFtZSIsbnVsbCwiZXhhY3QiLCIyMDI0LTA2LTA3VDE1OjMwOjAwLjAwMDAwMFoiLCI0MiJd.I_8sekirjAKhDrycT3vW1g>; rel="next"',
-        },
-      },
-    },
+    headers: linkHeader(
+      LINK_DESCRIPTION,
+      '</api/prevnames?name=old_name&limit=100&cursor=WyJvbGRfbmFtZSIsbnVsbCwiZXhhY3QiLCIyMDI0LTA2LTA3VDE1OjMwOjAwLjAwMDAwMFoiLCI0MiJd.I_8sekirjAKhDrycT3vW1g>; rel="next"',
+    ),
   })
   @ApiOffResponse('search', 'Cannot GET /api/prevnames?name=old_name')
   @ApiRetryLaterResponse(
