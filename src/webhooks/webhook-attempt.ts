@@ -11,12 +11,17 @@ export const ANSWER_TIMEOUT_MS = 10_000;
 /** The answer's body is read up to this much (Discord's retry_after is in it); the rest is cut. */
 export const ANSWER_BODY_LIMIT = 64 * 1024;
 
-/** What an attempt came to. `stale`: not sent, what it was to send may have been erased. */
-export type AttemptOutcome =
-  | { kind: 'answered'; status: number; retryAfterMs?: number }
-  | { kind: 'timeout' }
-  | { kind: 'stale' }
-  | { kind: 'error'; message: string };
+/** How an attempt ended, as the metrics count it. */
+export type DeliveryOutcome = 'delivered' | 'rejected' | 'gone' | 'timeout' | 'error' | 'refused';
+
+/**
+ * What an attempt came to, with the receiver's own wait when it gave one. `stale`: not sent,
+ * what it was to send may have been erased.
+ */
+export interface AttemptOutcome {
+  kind: DeliveryOutcome | 'stale';
+  retryAfterMs?: number;
+}
 
 /**
  * The keep-alive connection of one sender (one endpoint), closed when it stops: an undici
@@ -160,7 +165,7 @@ class Answer implements Dispatcher.DispatchHandler {
     if (error instanceof BodyCut) this.answered();
     else if (error instanceof StaleRequest) this.end({ kind: 'stale' });
     else if (error instanceof AnswerTimeout) this.end({ kind: 'timeout' });
-    else this.end({ kind: 'error', message: error.message });
+    else this.end({ kind: 'error' });
   }
 
   private answered(): void {
@@ -169,7 +174,8 @@ class Answer implements Dispatcher.DispatchHandler {
     const fromBody =
       this.format === 'discord' && status === 429 ? parseDiscordRetryAfter(text) : undefined;
     const retryAfterMs = fromBody ?? parseRetryAfter(this.retryAfter, Date.now());
-    this.end({ kind: 'answered', status, retryAfterMs });
+    const kind = status >= 200 && status < 300 ? 'delivered' : status === 410 ? 'gone' : 'rejected';
+    this.end({ kind, retryAfterMs });
   }
 
   private end(outcome: AttemptOutcome): void {

@@ -1,7 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { NameEventLogRepository, StoredNameEvent } from '../name-events/index.js';
-import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
+import {
+  attemptDelivery,
+  SenderConnection,
+  type AttemptOutcome,
+  type DeliveryOutcome,
+} from './webhook-attempt.js';
 import { retryDelayMs } from './webhook-backoff.js';
 import type { SenderEndpoint, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
 import { webhookRequest } from './webhook-payloads.js';
@@ -9,9 +14,6 @@ import { TargetRefusedError, vetTarget } from './webhook-targets.js';
 
 /** The name of the webhooks' consumer of the event log: senders read what it has handled. */
 export const WEBHOOKS_CONSUMER = 'webhooks';
-
-/** How an attempt ended, as the metrics count it. */
-export type DeliveryOutcome = 'delivered' | 'rejected' | 'gone' | 'timeout' | 'error' | 'refused';
 
 export interface SenderDeps {
   endpoints: WebhookEndpointsRepository;
@@ -28,11 +30,11 @@ export interface SenderDeps {
 /** "Events may have been read": a sender that found none waits for this, or the poll. */
 export class SenderWake {
   private woken = false;
-  private waiting?: () => void;
+  private waiting?: AbortController;
 
   notify(): void {
     this.woken = true;
-    this.waiting?.();
+    this.waiting?.abort();
   }
 
   /** Before a look: what is read from now on wakes the next `wait`. */
@@ -41,18 +43,9 @@ export class SenderWake {
   }
 
   wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.woken || signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        this.waiting = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-      this.waiting = done;
-    });
+    if (this.woken) return Promise.resolve();
+    this.waiting = new AbortController();
+    return pause(ms, AbortSignal.any([signal, this.waiting.signal]));
   }
 }
 
@@ -121,7 +114,7 @@ export async function runSender(
         if (outcome.kind === 'stale') break;
         // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
         if (signal.aborted) return;
-        const kind = outcomeOf(outcome);
+        const { kind } = outcome;
         deps.attempted(kind);
         if (kind === 'delivered') {
           failures = 0;
@@ -134,8 +127,7 @@ export async function runSender(
         await deps.endpoints.failed(endpointId, at, kind === 'gone').catch(warn);
         if (kind !== 'gone') {
           failures += 1;
-          const retryAfterMs = outcome.kind === 'answered' ? outcome.retryAfterMs : undefined;
-          await pause(retryDelayMs(failures, retryAfterMs), signal);
+          await pause(retryDelayMs(failures, outcome.retryAfterMs), signal);
         }
         // Read again before the retry: what failed may have been erased meanwhile.
         break;
@@ -146,10 +138,10 @@ export async function runSender(
   }
 }
 
-/** What one attempt came to, or `refused`: the target failed the address check. */
-type SendOutcome = AttemptOutcome | { kind: 'refused' };
-
-/** The address check, then the request, unless `current` says no as it is about to be written. */
+/**
+ * The address check (`refused` when the target fails it), then the request, unless `current`
+ * says no as it is about to be written.
+ */
 async function attempt(
   { url: target, format, secret }: SenderEndpoint,
   event: StoredNameEvent,
@@ -158,7 +150,7 @@ async function attempt(
   connection: SenderConnection,
   signal: AbortSignal,
   current: () => boolean,
-): Promise<SendOutcome> {
+): Promise<AttemptOutcome> {
   if (!current()) return { kind: 'stale' };
   const url = new URL(target);
   try {
@@ -166,15 +158,8 @@ async function attempt(
     const request = webhookRequest(format, event, secret, at);
     return await attemptDelivery(url, addresses, format, request, connection, signal, current);
   } catch (error) {
-    if (error instanceof TargetRefusedError) return { kind: 'refused' };
-    return { kind: 'error', message: (error as Error).message };
+    return { kind: error instanceof TargetRefusedError ? 'refused' : 'error' };
   }
-}
-
-function outcomeOf(outcome: Exclude<SendOutcome, { kind: 'stale' }>): DeliveryOutcome {
-  if (outcome.kind !== 'answered') return outcome.kind;
-  if (outcome.status >= 200 && outcome.status < 300) return 'delivered';
-  return outcome.status === 410 ? 'gone' : 'rejected';
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

@@ -15,12 +15,7 @@ import {
 import { WebhooksMetrics } from './webhooks.metrics.js';
 import { LeaseCompetition, Leases } from '../redis/index.js';
 import { positionOf, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
-import {
-  runSender,
-  SenderWake,
-  WEBHOOKS_CONSUMER,
-  type DeliveryOutcome,
-} from './webhook-sender.js';
+import { runSender, SenderWake, WEBHOOKS_CONSUMER } from './webhook-sender.js';
 import { webhooksConfig } from './webhooks.config.js';
 
 interface Sender {
@@ -127,8 +122,7 @@ export class WebhookSendersService
         log: this.log,
         allowPrivateTargets: this.config.allowPrivateTargets,
         pollMs: this.config.pollMs,
-        attempted: (outcome: DeliveryOutcome) =>
-          this.metrics.attempts.inc({ endpoint: id, outcome }),
+        attempted: (outcome) => this.metrics.attempts.inc({ endpoint: id, outcome }),
         removals: () => this.removals,
         heardEverywhere: () => this.nameEventRemovals.heardEverywhere,
       },
