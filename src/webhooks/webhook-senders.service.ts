@@ -4,6 +4,7 @@ import {
   type OnApplicationBootstrap,
   type OnModuleDestroy,
 } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import {
   NameEventConsumer,
@@ -11,12 +12,48 @@ import {
   NameEventRemovalsService,
   OnNameEvent,
   type NameEventHandler,
+  type StoredNameEvent,
 } from '../name-events/index.js';
 import { WebhooksMetrics } from './webhooks.metrics.js';
 import { LeaseCompetition, Leases } from '../redis/index.js';
-import { positionOf, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
-import { runSender, SenderWake, WEBHOOKS_CONSUMER } from './webhook-sender.js';
+import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
+import { retryDelayMs } from './webhook-backoff.js';
+import {
+  positionOf,
+  WebhookEndpointsRepository,
+  type SenderEndpoint,
+} from './webhook-endpoints.repository.js';
+import { webhookRequest } from './webhook-payloads.js';
+import { TargetRefusedError, vetTarget } from './webhook-targets.js';
 import { webhooksConfig } from './webhooks.config.js';
+
+/** The name of the webhooks' consumer of the event log: senders read what it has handled. */
+export const WEBHOOKS_CONSUMER = 'webhooks';
+
+/** "Events may have been read": a sender that found none waits for this, or the poll. */
+export class SenderWake {
+  private woken = false;
+  private waiting?: AbortController;
+
+  notify(): void {
+    this.woken = true;
+    this.waiting?.abort();
+  }
+
+  /** Before a look: what is read from now on wakes the next `wait`. */
+  look(): void {
+    this.woken = false;
+  }
+
+  wait(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.woken) return Promise.resolve();
+    this.waiting = new AbortController();
+    return pause(ms, AbortSignal.any([signal, this.waiting.signal]));
+  }
+}
+
+/** Events read at once. */
+const BATCH = 100;
 
 interface Sender {
   competition: LeaseCompetition;
@@ -28,7 +65,7 @@ interface Sender {
 /**
  * The senders of this instance: for every endpoint, a competition for its lease
  * (`webhook:<id>`), so that exactly one instance at a time sends to it; the holder runs its
- * deliveries (runSender). Endpoints created or deleted on another instance are found every
+ * deliveries (deliver). Endpoints created or deleted on another instance are found every
  * WEBHOOK_POLL_MS; this instance's own at once. Deliveries run whatever ADMIN_TOKEN says.
  * Every `events.removed` (an erasure, an opt-out, retention, on any instance) makes every
  * sender read its events again before its next attempt.
@@ -115,24 +152,116 @@ export class WebhookSendersService
 
   private async run(id: string, sender: Sender, signal: AbortSignal): Promise<void> {
     this.logger.log(`Endpoint ${id}: sending from this instance`);
-    await runSender(
-      id,
-      {
-        endpoints: this.endpoints,
-        log: this.log,
-        allowPrivateTargets: this.config.allowPrivateTargets,
-        pollMs: this.config.pollMs,
-        attempted: (outcome) => this.metrics.attempts.inc({ endpoint: id, outcome }),
-        removals: () => this.removals,
-        heardEverywhere: () => this.nameEventRemovals.heardEverywhere,
-      },
-      sender.wake,
-      signal,
-    ).catch((error: Error) => this.logger.error(`Endpoint ${id}: ${error.message}`));
+    await this.deliver(id, sender.wake, signal).catch((error: Error) =>
+      this.logger.error(`Endpoint ${id}: ${error.message}`),
+    );
     // Found deleted (on another instance): stop competing for it.
     if (!signal.aborted && this.senders.get(id) === sender) {
       this.senders.delete(id);
       await sender.competition.stop();
+    }
+  }
+
+  /**
+   * The deliveries of one endpoint, while this instance holds its lease: the oldest undelivered
+   * event, attempted until it gets a 2xx, retried with back-off otherwise, then the next one:
+   * in id order, one at a time, each result recorded before the next attempt. Events are read
+   * a batch at a time from what the webhooks consumer has handled, and the batch is trusted
+   * until events are removed anywhere (`removals` changes): an attempt not yet written is
+   * then dropped and the batch read again. While removals on other instances may go unheard,
+   * it reads one event before each attempt instead. Ends when `signal` aborts (the lease lost,
+   * the endpoint deleted here, shutdown) or the endpoint is found deleted.
+   */
+  private async deliver(endpointId: string, wake: SenderWake, signal: AbortSignal): Promise<void> {
+    const warn = (error: unknown) =>
+      this.logger.warn(`Endpoint ${endpointId}: ${(error as Error).message}`);
+    const connection = new SenderConnection();
+    let failures = 0;
+    try {
+      while (!signal.aborted) {
+        wake.look();
+        const readAt = this.removals;
+        let endpoint: SenderEndpoint | undefined;
+        let events: StoredNameEvent[];
+        let through: string;
+        try {
+          endpoint = await this.endpoints.findForSender(endpointId);
+          if (!endpoint) return;
+          if (endpoint.gone) {
+            await wake.wait(this.config.pollMs, signal);
+            continue;
+          }
+          const limit = this.nameEventRemovals.heardEverywhere ? BATCH : 1;
+          ({ events, through } = await this.log.findHandled(
+            WEBHOOKS_CONSUMER,
+            endpoint.deliveredThrough,
+            endpoint,
+            limit,
+          ));
+          if (events.length === 0) {
+            // Read past events not its own: the next read starts after them.
+            if (through !== endpoint.deliveredThrough) {
+              await this.endpoints.delivered(endpointId, null, through);
+            }
+            await wake.wait(this.config.pollMs, signal);
+            continue;
+          }
+        } catch (error) {
+          warn(error);
+          await pause(this.config.pollMs, signal);
+          continue;
+        }
+        const current = () => !signal.aborted && this.removals === readAt;
+        for (const [i, event] of events.entries()) {
+          const at = new Date();
+          const outcome = await this.attempt(endpoint, event, at, connection, signal, current);
+          if (outcome.kind === 'stale') break;
+          // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
+          if (signal.aborted) return;
+          const { kind } = outcome;
+          this.metrics.attempts.inc({ endpoint: endpointId, outcome: kind });
+          if (kind === 'delivered') {
+            failures = 0;
+            const upTo = i === events.length - 1 ? through : event.id;
+            const recorded = await this.endpoints.delivered(endpointId, event.id, upTo).catch(warn);
+            if (recorded === false) return;
+            if (recorded === undefined) break;
+            continue;
+          }
+          await this.endpoints.failed(endpointId, at, kind === 'gone').catch(warn);
+          if (kind !== 'gone') {
+            failures += 1;
+            await pause(retryDelayMs(failures, outcome.retryAfterMs), signal);
+          }
+          // Read again before the retry: what failed may have been erased meanwhile.
+          break;
+        }
+      }
+    } finally {
+      connection.destroy();
+    }
+  }
+
+  /**
+   * The address check (`refused` when the target fails it), then the request, unless `current`
+   * says no as it is about to be written.
+   */
+  private async attempt(
+    { url: target, format, secret }: SenderEndpoint,
+    event: StoredNameEvent,
+    at: Date,
+    connection: SenderConnection,
+    signal: AbortSignal,
+    current: () => boolean,
+  ): Promise<AttemptOutcome> {
+    if (!current()) return { kind: 'stale' };
+    const url = new URL(target);
+    try {
+      const addresses = await vetTarget(url, this.config.allowPrivateTargets);
+      const request = webhookRequest(format, event, secret, at);
+      return await attemptDelivery(url, addresses, format, request, connection, signal, current);
+    } catch (error) {
+      return { kind: error instanceof TargetRefusedError ? 'refused' : 'error' };
     }
   }
 
@@ -155,4 +284,8 @@ export class WebhookSendersService
     this.metrics.pending.reset();
     endpoints.forEach(({ id }, i) => this.metrics.pending.set({ endpoint: id }, counts[i]));
   }
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return delay(ms, undefined, { signal }).catch(() => undefined);
 }

@@ -7,8 +7,11 @@ import type {
   NameEventLogRepository,
 } from '../name-events/name-event-log.repository.js';
 import type { StoredNameEvent } from '../name-events/name-event.types.js';
+import type { NameEventRemovalsService } from '../name-events/index.js';
+import type { Leases } from '../redis/index.js';
 import type { SenderEndpoint, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
-import { runSender, SenderWake, type SenderDeps } from './webhook-sender.js';
+import { SenderWake, WebhookSendersService } from './webhook-senders.service.js';
+import type { WebhooksMetrics } from './webhooks.metrics.js';
 
 const event = (id: number, userId = 'kept'): StoredNameEvent => ({
   id: String(id),
@@ -22,7 +25,7 @@ const event = (id: number, userId = 'kept'): StoredNameEvent => ({
  * A sender against an event log and an endpoint row in memory, and a receiver on loopback
  * that answers 204 (after calling `beforeAnswer`, once, when it is set).
  */
-describe('runSender', () => {
+describe('WebhookSendersService.deliver', () => {
   let server: Server;
   let url: string;
   const received: string[] = [];
@@ -51,11 +54,10 @@ describe('runSender', () => {
   const run = async (
     log: StoredNameEvent[],
     heardEverywhere: boolean,
-    /** Before the first answer: events removed from the log (`removals()` changes). */
+    /** Before the first answer: events removed from the log (`events.removed` heard). */
     erased?: string,
   ) => {
     received.length = 0;
-    let removals = 0;
     let endpoint: SenderEndpoint = {
       url,
       format: 'standard',
@@ -68,37 +70,39 @@ describe('runSender', () => {
     const limits: number[] = [];
     const stop = new AbortController();
     const last = log[log.length - 1].id;
-    const deps: SenderDeps = {
-      endpoints: {
-        findForSender: () => Promise.resolve(endpoint),
-        delivered: (_id: string, _eventId: string | null, through: string) => {
-          endpoint = { ...endpoint, deliveredThrough: through };
-          if (through === last) stop.abort();
-          return Promise.resolve(true);
-        },
-        failed: () => Promise.resolve(),
-      } as unknown as WebhookEndpointsRepository,
-      log: {
-        findHandled: (_consumer: string, afterId: string, _filter: EventFilter, limit: number) => {
-          limits.push(limit);
-          const events = log.filter((e) => BigInt(e.id) > BigInt(afterId)).slice(0, limit);
-          const through = events.length < limit ? last : events[events.length - 1].id;
-          return Promise.resolve({ events, through });
-        },
-      } as unknown as NameEventLogRepository,
-      allowPrivateTargets: true,
-      pollMs: 50,
-      attempted: () => undefined,
-      removals: () => removals,
-      heardEverywhere: () => heardEverywhere,
-    };
+    const endpoints = {
+      findForSender: () => Promise.resolve(endpoint),
+      delivered: (_id: string, _eventId: string | null, through: string) => {
+        endpoint = { ...endpoint, deliveredThrough: through };
+        if (through === last) stop.abort();
+        return Promise.resolve(true);
+      },
+      failed: () => Promise.resolve(),
+    } as unknown as WebhookEndpointsRepository;
+    const eventLog = {
+      findHandled: (_consumer: string, afterId: string, _filter: EventFilter, limit: number) => {
+        limits.push(limit);
+        const events = log.filter((e) => BigInt(e.id) > BigInt(afterId)).slice(0, limit);
+        const through = events.length < limit ? last : events[events.length - 1].id;
+        return Promise.resolve({ events, through });
+      },
+    } as unknown as NameEventLogRepository;
+    const metrics = { onCollect: () => undefined, attempts: { inc: () => undefined } };
+    const senders = new WebhookSendersService(
+      {} as Leases,
+      endpoints,
+      eventLog,
+      { heardEverywhere } as NameEventRemovalsService,
+      { allowPrivateTargets: true, pollMs: 50, leaseMs: 1_000 },
+      metrics as unknown as WebhooksMetrics,
+    );
     if (erased !== undefined) {
       beforeAnswer = () => {
         log.splice(0, log.length, ...log.filter((e) => e.userId !== erased));
-        removals += 1;
+        senders.removed();
       };
     }
-    await runSender('1', deps, new SenderWake(), stop.signal);
+    await senders['deliver']('1', new SenderWake(), stop.signal);
     return limits;
   };
 
