@@ -33,11 +33,11 @@ export const WEBHOOKS_CONSUMER = 'webhooks';
 /** "Events may have been read": a sender that found none waits for this, or the poll. */
 export class SenderWake {
   private woken = false;
-  private waiting?: AbortController;
+  private waiting?: () => void;
 
   notify(): void {
     this.woken = true;
-    this.waiting?.abort();
+    this.waiting?.();
   }
 
   /** Before a look: what is read from now on wakes the next `wait`. */
@@ -45,10 +45,24 @@ export class SenderWake {
     this.woken = false;
   }
 
+  /**
+   * A timer and a listener of its own, not `AbortSignal.any([signal, wake])`: composed with
+   * the lease's long-lived signal on every idle poll, those leak (about 0.5 KB each on Node
+   * 24, nodejs/node#54614).
+   */
   wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.woken) return Promise.resolve();
-    this.waiting = new AbortController();
-    return pause(ms, AbortSignal.any([signal, this.waiting.signal]));
+    if (this.woken || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.waiting = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      this.waiting = done;
+    });
   }
 }
 
