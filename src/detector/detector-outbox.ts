@@ -1,4 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
+import { BusUnavailableError } from '../bus/index.js';
+import { Fifo } from '../common/fifo.js';
 import { withTimeout } from '../common/with-timeout.js';
 import { DetectorMetrics } from './detector.metrics.js';
 import {
@@ -6,16 +9,29 @@ import {
   NameEventsService,
   USER_PARTITIONS,
   userPartitionOf,
+  type PublishOutcome,
 } from '../name-events/index.js';
-import { CompareLane } from './compare-lane.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import type { MemberObservation } from './member-observation.js';
-import { Pending } from './observation-queues.js';
+import { compareWithKnown, observedMembers, type Comparison } from './name-change-rules.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
 import { ShardProgressRepository } from './shard-progress.repository.js';
 
 /** How long shutdown waits for the batches already under way. */
 const STOP_GRACE_MS = 5_000;
+
+type Counts = { live: number; reconciling: number };
+type Batch = { live: boolean; batch: QueuedObservation[] };
+
+interface QueuedObservation {
+  observation: MemberObservation;
+  /** Told once it is compared (or dropped): counts down the observations of its dispatch. */
+  settle: () => void;
+  /** Set for a member of a full view. */
+  run?: ReconciliationRun;
+  /** Moved to the live queue, ahead of a live update of the same user: skip it here. */
+  promoted?: boolean;
+}
 
 /**
  * Gateway observations on their way to the known names and the publish path: each batch is
@@ -35,29 +51,23 @@ const STOP_GRACE_MS = 5_000;
  */
 @Injectable()
 export class DetectorOutbox {
-  private readonly logger = new Logger('DiscordDetector');
+  readonly logger = new Logger('DiscordDetector');
+  /** Told the server of each live update dropped, for its members to be asked for again. */
+  readonly liveDroppedListeners = new Set<(guildId: string) => void>();
   private readonly lanes: CompareLane[];
-  private readonly liveDroppedListeners = new Set<(guildId: string) => void>();
   private stopped = false;
 
   constructor(
-    nameEvents: NameEventsService,
-    knownNames: KnownNamesRepository,
-    progress: ShardProgressRepository,
-    @Inject(DETECTOR_SETTINGS) settings: DetectorSettings,
-    metrics: DetectorMetrics,
+    readonly nameEvents: NameEventsService,
+    readonly knownNames: KnownNamesRepository,
+    readonly progress: ShardProgressRepository,
+    @Inject(DETECTOR_SETTINGS) readonly settings: DetectorSettings,
+    readonly metrics: DetectorMetrics,
   ) {
-    const context = { nameEvents, knownNames, progress, settings, metrics, logger: this.logger };
     const count = settings.compareConcurrency;
-    const bounds = {
-      maxPending: Math.ceil(settings.maxPending / count),
-      maxReconciling: Math.ceil(settings.maxReconciling / count),
-    };
     this.lanes = Array.from({ length: count }, (_, lane) => {
       const partitions = [...Array(USER_PARTITIONS).keys()].filter((p) => p % count === lane);
-      return new CompareLane(context, partitions, bounds, (guildId) => {
-        for (const listener of this.liveDroppedListeners) listener(guildId);
-      });
+      return new CompareLane(this, partitions);
     });
     // Waiting or under way: 0 on both means every observation received has been compared.
     metrics.onCollect(() => {
@@ -69,8 +79,8 @@ export class DetectorOutbox {
   }
 
   /** Observations waiting (the batches under way excluded). */
-  get backlog(): { live: number; reconciling: number } {
-    return this.sum((lane) => lane.queues.counts);
+  get backlog(): Counts {
+    return this.sum((lane) => lane.counts);
   }
 
   /**
@@ -80,8 +90,8 @@ export class DetectorOutbox {
    */
   observeLive(observations: readonly MemberObservation[], done: () => void = noop): void {
     if (this.refuse(observations.length)) return;
-    const pending = new Pending(observations.length, done);
-    for (const [lane, part] of this.byLane(observations)) lane.queues.pushLive(part, pending);
+    const settle = countdown(observations.length, done);
+    for (const [lane, part] of this.byLane(observations)) lane.pushLive(part, settle);
   }
 
   /**
@@ -100,9 +110,8 @@ export class DetectorOutbox {
     done: () => void = noop,
   ): void {
     if (this.refuse(observations.length)) return;
-    const pending = new Pending(observations.length, done);
-    for (const [lane, part] of this.byLane(observations))
-      lane.queues.pushFullView(part, run, pending);
+    const settle = countdown(observations.length, done);
+    for (const [lane, part] of this.byLane(observations)) lane.pushFullView(part, run, settle);
   }
 
   /**
@@ -112,7 +121,7 @@ export class DetectorOutbox {
   async whenReconcilingBelow(limit: number): Promise<void> {
     if (this.stopped) return;
     const share = Math.ceil(limit / this.lanes.length);
-    await Promise.all(this.lanes.map((lane) => lane.queues.whenReconcilingBelow(share)));
+    await Promise.all(this.lanes.map((lane) => lane.whenReconcilingBelow(share)));
   }
 
   /** Stops retrying; waits briefly for the batches under way; logs what is left uncompared. */
@@ -130,15 +139,15 @@ export class DetectorOutbox {
           'their old values, so the next full view of those servers finds any change',
       );
     }
-    for (const lane of this.lanes) lane.queues.clear();
+    for (const lane of this.lanes) lane.clear();
   }
 
   /** The sizes of the batches under way. */
-  private get inFlight(): { live: number; reconciling: number } {
+  private get inFlight(): Counts {
     return this.sum((lane) => lane.inFlight);
   }
 
-  private sum(of: (lane: CompareLane) => { live: number; reconciling: number }) {
+  private sum(of: (lane: CompareLane) => Counts): Counts {
     const total = { live: 0, reconciling: 0 };
     for (const lane of this.lanes) {
       const { live, reconciling } = of(lane);
@@ -169,4 +178,318 @@ export class DetectorOutbox {
   }
 }
 
+/**
+ * The observations of some user partitions (`userPartitionOf`), compared with the known names
+ * one batch at a time, each batch in one transaction under the locks of the lane's
+ * partitions. Lanes of other partitions run alongside, each on a Postgres connection of its
+ * own: the database compares one batch while the process prepares the next.
+ *
+ * Two queues. Live updates go first: the members of a full view (thousands at a time) wait in
+ * a queue of their own and are taken whenever no live update is waiting, so reconciling a
+ * large server never holds up a change seen live. Order per user is kept all the same: a live
+ * update of a user takes that user's waiting full-view members along, ahead of itself. Both
+ * are bounded (the outbox's bounds shared out among the lanes); past a bound, observations
+ * are dropped (and logged): the known names keep the old values, so the next full view of
+ * those servers finds the changes. For a live update dropped, that view is asked for at once
+ * (`onLiveDropped`): it waits in the other queue, which has room, and is compared once the
+ * live updates are.
+ *
+ * A failure is logged and the same batch retried with back-off for as long as the lane
+ * runs: a storage or broker outage costs latency, not events.
+ */
+class CompareLane {
+  /** The size of the batch under way, by the queue it came from. */
+  inFlight: Counts = { live: 0, reconciling: 0 };
+  private readonly live: QueuedObservation[] = [];
+  private readonly reconciling = new Fifo<QueuedObservation>();
+  /** Members of full views waiting (promoted ones excluded). */
+  private reconcilingCount = 0;
+  /**
+   * How many full-view members of each user wait: a live update of a user with some looks
+   * for them in the queue and takes them along. A count, not the items: a table of tens of
+   * thousands of entries is a large object in V8, and the copies it leaves as it grows and
+   * shrinks would keep the items they held alive until the next full collection.
+   */
+  private readonly waitingByUser = new Map<string, number>();
+  private readonly roomWaiters: { limit: number; resolve: () => void }[] = [];
+  /** Aborted at `stop()`: ends the loop, and a retry's wait at once. */
+  private readonly stopping = new AbortController();
+  /** Hands the loop, while it waits, the batch taken as observations come (none: stop). */
+  private wake?: (next: Batch | undefined) => void;
+  private readonly loop: Promise<void>;
+
+  constructor(
+    private readonly outbox: DetectorOutbox,
+    /** The user partitions whose observations come here. */
+    private readonly partitions: readonly number[],
+  ) {
+    this.loop = this.compareAll().catch((error: unknown) =>
+      outbox.logger.error(
+        `Name change detection stopped: ${(error as Error).stack ?? String(error)}`,
+      ),
+    );
+  }
+
+  /** Observations waiting, by queue. */
+  get counts(): Counts {
+    return { live: this.live.length, reconciling: this.reconcilingCount };
+  }
+
+  pushLive(observations: readonly MemberObservation[], settle: () => void): void {
+    const { settings, logger, liveDroppedListeners } = this.outbox;
+    const bound = Math.ceil(settings.maxPending / settings.compareConcurrency);
+    for (const observation of observations) {
+      if (this.live.length >= bound) {
+        settle();
+        // Only reachable during a long outage: memory stays bounded.
+        logger.error(
+          `Dropped a live update of user ${observation.userId}: ${this.live.length} are waiting ` +
+            `to be compared; server ${observation.guildId}'s members are asked for again`,
+        );
+        for (const listener of liveDroppedListeners) listener(observation.guildId);
+        continue;
+      }
+      this.promoteWaiting(observation.userId);
+      this.live.push({ observation, settle });
+    }
+    this.queued();
+  }
+
+  pushFullView(
+    observations: readonly MemberObservation[],
+    run: ReconciliationRun,
+    settle: () => void,
+  ): void {
+    const { settings, logger } = this.outbox;
+    const bound = Math.ceil(settings.maxReconciling / settings.compareConcurrency);
+    const accepted = observations.slice(0, Math.max(0, bound - this.reconcilingCount));
+    for (let i = accepted.length; i < observations.length; i++) settle();
+    run.arrived(accepted.length);
+    for (const observation of accepted) {
+      this.reconciling.push({ observation, run, settle });
+      this.reconcilingCount += 1;
+      const { userId } = observation;
+      this.waitingByUser.set(userId, (this.waitingByUser.get(userId) ?? 0) + 1);
+    }
+    if (accepted.length < observations.length) {
+      logger.error(
+        `Dropped ${observations.length - accepted.length} member(s) of server ${run.guildId} ` +
+          `from reconciliation: ${this.reconcilingCount} are waiting`,
+      );
+    }
+    this.queued();
+  }
+
+  /** Resolves once fewer than `limit` full-view members wait (or once cleared). */
+  whenReconcilingBelow(limit: number): Promise<void> {
+    if (this.reconcilingCount < limit) return Promise.resolve();
+    return new Promise((resolve) => this.roomWaiters.push({ limit, resolve }));
+  }
+
+  /** Stops retrying; resolves once the batch under way (if any) is done. */
+  stop(): Promise<void> {
+    this.stopping.abort();
+    this.queued();
+    return this.loop;
+  }
+
+  /** Drops everything waiting, and lets every waiter for room go. */
+  clear(): void {
+    this.live.length = 0;
+    this.reconciling.clear();
+    this.waitingByUser.clear();
+    this.reconcilingCount = 0;
+    this.notifyRoom();
+  }
+
+  /**
+   * Taken in the same turn as the observations are queued (or the batch before is done), so
+   * an idle lane starts on a dispatch's observations at once, without those queued after.
+   */
+  private queued(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.(this.stopping.signal.aborted ? undefined : this.take());
+  }
+
+  /** Batch after batch until the lane stops, waiting for observations whenever none is left. */
+  private async compareAll(): Promise<void> {
+    while (!this.stopping.signal.aborted) {
+      const next = this.take() ?? (await new Promise<Batch | undefined>((r) => (this.wake = r)));
+      if (next) await this.compareAndPublish(next);
+    }
+  }
+
+  /** The next batch, counted as in flight from now: live updates first. */
+  private take(): Batch | undefined {
+    const size = this.outbox.settings.batchSize;
+    if (this.live.length > 0) {
+      const batch = this.live.splice(0, size);
+      this.inFlight = { live: batch.length, reconciling: 0 };
+      return { live: true, batch };
+    }
+    const batch: QueuedObservation[] = [];
+    while (batch.length < size && this.reconciling.length > 0) {
+      const item = this.reconciling.shift()!;
+      if (item.promoted) continue;
+      this.reconcilingCount -= 1;
+      this.takenOne(item.observation.userId);
+      batch.push(item);
+    }
+    this.notifyRoom();
+    if (batch.length === 0) return undefined;
+    this.inFlight = { live: 0, reconciling: batch.length };
+    return { live: false, batch };
+  }
+
+  /**
+   * Moves the user's waiting full-view members, oldest first, to the live queue: a scan of the
+   * queue, made only for a user with members waiting (a live update during its server's
+   * reconciliation), and stopped at the last of them.
+   */
+  private promoteWaiting(userId: string): void {
+    let waiting = this.waitingByUser.get(userId) ?? 0;
+    if (waiting === 0) return;
+    this.waitingByUser.delete(userId);
+    for (const item of this.reconciling) {
+      if (item.promoted || item.observation.userId !== userId) continue;
+      item.promoted = true;
+      this.reconcilingCount -= 1;
+      this.live.push({ observation: item.observation, run: item.run, settle: item.settle });
+      if (--waiting === 0) break;
+    }
+  }
+
+  private takenOne(userId: string): void {
+    const left = (this.waitingByUser.get(userId) ?? 0) - 1;
+    if (left > 0) this.waitingByUser.set(userId, left);
+    else this.waitingByUser.delete(userId);
+  }
+
+  private notifyRoom(): void {
+    for (let i = this.roomWaiters.length - 1; i >= 0; i--) {
+      const waiter = this.roomWaiters[i];
+      if (this.reconcilingCount < waiter.limit) {
+        this.roomWaiters.splice(i, 1);
+        waiter.resolve();
+      }
+    }
+  }
+
+  /**
+   * One batch, until it succeeds; when the lane stops first, it stays counted as in flight.
+   * A batch of the live queue is the only one whose observations have a place in a gateway
+   * session (full views have none).
+   */
+  private async compareAndPublish({ live, batch }: Batch): Promise<void> {
+    const { nameEvents, knownNames, progress, settings, metrics, logger } = this.outbox;
+    const observations = batch.map((item) => item.observation);
+    // Set once a comparison has committed but its broadcast failed: only the broadcast is left.
+    let committed: Comparison | undefined;
+    let failures = 0;
+    while (!this.stopping.signal.aborted) {
+      let comparison: Comparison | undefined;
+      try {
+        const outcomes = await nameEvents.publishDetected(this.partitions, async () => {
+          // Users who opted out are neither compared nor remembered: checked on every attempt,
+          // under the partition lock of each user, which an opt-out of that user takes too.
+          const optedOut = await nameEvents.refusedAmong(observations.map((o) => o.userId));
+          if (committed) {
+            committed = withoutUsers(committed, optedOut);
+            return committed.changes.map(withoutSource);
+          }
+          const known = await knownNames.findOfMembers(observedMembers(observations));
+          const stored = live ? await progress.storedAmong(observations) : undefined;
+          comparison = withoutUsers(compareWithKnown(observations, known, stored), optedOut);
+          await knownNames.saveMany(comparison.updates, known);
+          if (live) await progress.save(observations);
+          return comparison.changes.map(withoutSource);
+        });
+        this.report(batch, (committed ?? comparison)!, outcomes);
+        this.inFlight = { live: 0, reconciling: 0 };
+        for (const item of batch) item.settle();
+        return;
+      } catch (error) {
+        if (error instanceof BusUnavailableError && comparison) committed = comparison;
+        failures += 1;
+        metrics.detectorPublishFailures.inc();
+        const wait = Math.min(
+          settings.publishRetryMs * 2 ** (failures - 1),
+          settings.publishRetryMaxMs,
+        );
+        logger.warn(
+          `Could not ${committed ? 'broadcast the name changes found in' : 'compare and publish'} ` +
+            `${batch.length} gateway observation(s) (attempt ${failures}; next in ${wait} ms): ` +
+            `${(error as Error).name}: ${(error as Error).message}` +
+            (committed ? `: ${committed.changes.map(show).join(', ')}` : ''),
+        );
+        await delay(wait, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+      }
+    }
+  }
+
+  private report(
+    batch: QueuedObservation[],
+    comparison: Comparison,
+    outcomes: PublishOutcome[],
+  ): void {
+    const { metrics, logger } = this.outbox;
+    const changesByRun = new Map<ReconciliationRun, number>();
+    comparison.changes.forEach((change, i) => {
+      const { event, created, receivers } = outcomes[i];
+      const run = batch[change.source].run;
+      if (run) changesByRun.set(run, (changesByRun.get(run) ?? 0) + 1);
+      logger.log(
+        `Recorded a ${change.type} change of user ${change.userId} as event ${event.id}` +
+          `${run ? ' (found by reconciliation)' : ''}${created ? '' : ' (stored already)'}; ` +
+          (receivers === 0
+            ? 'no listener connected'
+            : `sent to ${receivers} instance(s) with listeners`),
+      );
+    });
+    for (const { userId, type } of comparison.unrecordable) {
+      logger.warn(`Ignored a ${type} change of user ${userId}: the old name cannot be stored`);
+    }
+    const comparedByRun = new Map<ReconciliationRun, number>();
+    for (const { run } of batch) {
+      if (run) comparedByRun.set(run, (comparedByRun.get(run) ?? 0) + 1);
+    }
+    const reconciled = batch.filter((item) => item.run).length;
+    const found = comparison.changes.filter((change) => batch[change.source].run).length;
+    const { detectorMembersCompared: compared, detectorChanges: changes } = metrics;
+    compared.inc({ source: 'reconciliation' }, reconciled);
+    compared.inc({ source: 'live' }, batch.length - reconciled);
+    changes.inc({ source: 'reconciliation' }, found);
+    changes.inc({ source: 'live' }, comparison.changes.length - found);
+    for (const [run, count] of comparedByRun) run.compared(count, changesByRun.get(run) ?? 0);
+  }
+}
+
+/** Calls `done` once called `left` times (at once for none). */
+function countdown(left: number, done: () => void): () => void {
+  if (left === 0) done();
+  return () => {
+    if (--left === 0) done();
+  };
+}
+
 function noop(): void {}
+
+function withoutSource({ source: _, ...change }: Comparison['changes'][number]) {
+  return change;
+}
+
+function show(change: Comparison['changes'][number]): string {
+  const { userId, type, name, changedAt } = change;
+  return JSON.stringify({ userId, type, name, changedAt: changedAt.toISOString() });
+}
+
+/** The comparison without what concerns `userIds` (users who opted out). */
+function withoutUsers(comparison: Comparison, userIds: ReadonlySet<string>): Comparison {
+  if (userIds.size === 0) return comparison;
+  return {
+    ...comparison,
+    changes: comparison.changes.filter((change) => !userIds.has(change.userId)),
+    updates: comparison.updates.filter((update) => !userIds.has(update.userId)),
+  };
+}
