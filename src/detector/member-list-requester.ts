@@ -1,11 +1,21 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { GatewayDispatchEvents, GatewayOpcodes, type GatewayDispatchPayload } from 'discord.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import type { DiscordGateway } from './discord-gateway.js';
 import type { DispatchContext } from './shard-connection.js';
-import { GuildQueue, type MemberListAnswer } from './guild-queue.js';
+
+/** Past the gateway's `retry_after`, so the next request lands after the window. */
+const RATE_LIMIT_MARGIN_MS = 250;
+const FAILED_FETCH_DELAY_MS = 5_000;
+
+class RateLimited extends Error {
+  constructor(readonly retryAfterMs: number) {
+    super(`rate-limited for ${retryAfterMs} ms`);
+  }
+}
 
 /**
  * Asks the gateway for the member list of every server whose GUILD_CREATE did not carry all
@@ -20,11 +30,11 @@ import { GuildQueue, type MemberListAnswer } from './guild-queue.js';
  */
 @Injectable()
 export class MemberListRequester {
-  private readonly logger = new Logger('DiscordDetector');
+  readonly logger = new Logger('DiscordDetector');
 
   constructor(
-    @Inject(DETECTOR_SETTINGS) private readonly settings: DetectorSettings,
-    private readonly outbox: DetectorOutbox,
+    @Inject(DETECTOR_SETTINGS) readonly settings: DetectorSettings,
+    readonly outbox: DetectorOutbox,
   ) {}
 
   /** Starts requesting on `gateway`'s shards; returns the function that stops. */
@@ -32,24 +42,9 @@ export class MemberListRequester {
     const queues = new Map<number, GuildQueue>();
     /** The shard of each available server (its GUILD_CREATE), while that shard runs here. */
     const shardOf = new Map<string, number>();
-    /** The answers awaited, by nonce. */
-    const awaited = new Map<string, MemberListAnswer>();
     const queueOf = (shardId: number) => {
       let queue = queues.get(shardId);
-      if (!queue) {
-        const send = (guildId: string, answer: MemberListAnswer) => {
-          const nonce = randomUUID().replaceAll('-', '').slice(0, 32);
-          awaited.set(nonce, answer);
-          void answer.done.catch(() => undefined).then(() => awaited.delete(nonce));
-          return gateway.send(shardId, {
-            op: GatewayOpcodes.RequestGuildMembers,
-            d: { guild_id: guildId, query: '', limit: 0, nonce },
-          });
-        };
-        const available = (guildId: string) => shardOf.get(guildId) === shardId;
-        queue = new GuildQueue(this.logger, this.settings, this.outbox, send, available);
-        queues.set(shardId, queue);
-      }
+      if (!queue) queues.set(shardId, (queue = new GuildQueue(this, gateway, shardId, shardOf)));
       return queue;
     };
     const onDispatch = (
@@ -75,7 +70,7 @@ export class MemberListRequester {
           break;
         case GatewayDispatchEvents.GuildMembersChunk: {
           const { nonce, chunk_index, chunk_count, members } = packet.d;
-          if (nonce) awaited.get(nonce)?.chunk(chunk_index, chunk_count, members.length);
+          queues.get(shardId)?.chunk(nonce, chunk_index, chunk_count, members.length);
           break;
         }
         case GatewayDispatchEvents.RateLimited: {
@@ -83,7 +78,7 @@ export class MemberListRequester {
             meta: { nonce?: string };
             retry_after: number;
           };
-          if (meta.nonce) awaited.get(meta.nonce)?.rateLimited(Math.ceil(retry_after * 1000));
+          queues.get(shardId)?.rateLimited(meta.nonce, Math.ceil(retry_after * 1000));
           break;
         }
         default:
@@ -110,5 +105,161 @@ export class MemberListRequester {
       for (const queue of queues.values()) queue.stop();
       queues.clear();
     };
+  }
+}
+
+/** The answer to the member request under way, as its chunks come. */
+type Answer = PromiseWithResolvers<number> & {
+  nonce: string;
+  chunks: Set<number>;
+  members: number;
+  timer?: NodeJS.Timeout;
+};
+
+/** One shard's servers waiting for their member list, asked for one at a time. */
+class GuildQueue {
+  private readonly queue: string[] = [];
+  /** Asked for again while its request was under way: ask once more after it. */
+  private readonly again = new Set<string>();
+  private answer?: Answer;
+  /** Aborted at `stop()`: ends the loop, and a wait between requests at once. */
+  private readonly stopping = new AbortController();
+  /** Ends the loop's wait for a server (set while it waits). */
+  private wake?: () => void;
+
+  constructor(
+    private readonly requester: MemberListRequester,
+    private readonly gateway: DiscordGateway,
+    private readonly shardId: number,
+    /** The shard of each available server. */
+    private readonly shardOf: ReadonlyMap<string, number>,
+  ) {
+    this.requestAll().catch((error: unknown) =>
+      requester.logger.error(
+        `Member list requests stopped: ${(error as Error).stack ?? String(error)}`,
+      ),
+    );
+  }
+
+  add(guildId: string): void {
+    if (this.stopping.signal.aborted) return;
+    if (this.queue[0] === guildId) this.again.add(guildId);
+    else if (!this.queue.includes(guildId)) this.queue.push(guildId);
+    this.woken();
+  }
+
+  /** A GUILD_MEMBERS_CHUNK: the answer is complete once every chunk has come. */
+  chunk(nonce: string | undefined, index: number, count: number, members: number): void {
+    const answer = this.answer;
+    if (!answer || answer.nonce !== nonce || answer.chunks.has(index)) return;
+    answer.chunks.add(index);
+    answer.members += members;
+    if (answer.chunks.size < count) this.arm(answer);
+    else answer.resolve(answer.members);
+  }
+
+  rateLimited(nonce: string | undefined, retryAfterMs: number): void {
+    if (this.answer && this.answer.nonce === nonce)
+      this.answer.reject(new RateLimited(retryAfterMs));
+  }
+
+  stop(): void {
+    this.queue.length = 0;
+    this.stopping.abort();
+    this.answer?.reject(new Error('stopped'));
+    this.woken();
+  }
+
+  private woken(): void {
+    this.wake?.();
+    this.wake = undefined;
+  }
+
+  private async requestAll(): Promise<void> {
+    while (!this.stopping.signal.aborted) {
+      const guildId = this.queue[0];
+      if (guildId === undefined) await new Promise<void>((resolve) => (this.wake = resolve));
+      else await this.request(guildId);
+    }
+  }
+
+  private wait(ms: number): Promise<void> {
+    return delay(ms, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+  }
+
+  private done(guildId: string): void {
+    this.queue.shift();
+    if (this.again.delete(guildId) && !this.queue.includes(guildId)) this.queue.push(guildId);
+  }
+
+  /** The first server's members, asked for until they come, it is given up on, or shutdown. */
+  private async request(guildId: string): Promise<void> {
+    const { logger, settings, outbox } = this.requester;
+    let failures = 0;
+    for (;;) {
+      await outbox.whenReconcilingBelow(settings.reconcileBacklogLimit);
+      if (this.stopping.signal.aborted) return;
+      if (this.shardOf.get(guildId) !== this.shardId) return this.done(guildId);
+      // Whatever asked for this server before now is answered by this request.
+      this.again.delete(guildId);
+      try {
+        const members = await this.ask(guildId);
+        logger.log(`Received the ${members} members of server ${guildId}`);
+        return this.done(guildId);
+      } catch (error) {
+        if (this.stopping.signal.aborted) return;
+        if (error instanceof RateLimited) {
+          logger.log(
+            `Member request for server ${guildId} rate-limited; asking again in ${error.retryAfterMs} ms`,
+          );
+          await this.wait(error.retryAfterMs + RATE_LIMIT_MARGIN_MS);
+          continue;
+        }
+        failures += 1;
+        if (failures >= settings.memberFetchAttempts) {
+          logger.warn(
+            `Could not fetch the members of server ${guildId} (${(error as Error).message}); ` +
+              'changes of members it did not send are found at its next full view',
+          );
+          return this.done(guildId);
+        }
+        await this.wait(FAILED_FETCH_DELAY_MS * failures);
+      } finally {
+        clearTimeout(this.answer?.timer);
+        this.answer = undefined;
+      }
+    }
+  }
+
+  /**
+   * Sends one member request; resolves with the member count once every chunk has come,
+   * rejects when the gateway rate-limits it, or when `memberChunkTimeoutMs` pass without a
+   * chunk.
+   */
+  private async ask(guildId: string): Promise<number> {
+    const nonce = randomUUID().replaceAll('-', '').slice(0, 32);
+    const answer: Answer = {
+      ...Promise.withResolvers<number>(),
+      nonce,
+      chunks: new Set(),
+      members: 0,
+    };
+    answer.promise.catch(() => undefined);
+    this.answer = answer;
+    this.arm(answer);
+    await this.gateway.send(this.shardId, {
+      op: GatewayOpcodes.RequestGuildMembers,
+      d: { guild_id: guildId, query: '', limit: 0, nonce },
+    });
+    return answer.promise;
+  }
+
+  private arm(answer: Answer): void {
+    clearTimeout(answer.timer);
+    const ms = this.requester.settings.memberChunkTimeoutMs;
+    answer.timer = setTimeout(
+      () => answer.reject(new Error(`no member chunk within ${ms} ms`)),
+      ms,
+    );
   }
 }
