@@ -36,41 +36,32 @@ const FULL_VIEWS = new Set<string>([
 @Injectable()
 export class NameChangeDetector {
   private readonly logger = new Logger('DiscordDetector');
-
-  constructor(
-    private readonly clock: Clock,
-    private readonly outbox: DetectorOutbox,
-    private readonly metrics: DetectorMetrics,
-  ) {}
-
-  /** Starts watching the gateway's dispatches; returns the function that stops. */
-  watch(gateway: DiscordGateway): () => void {
-    const { clock, outbox, logger, metrics } = this;
-    const watcher = new DispatchWatcher(gateway, clock, outbox, logger, metrics);
-    return gateway.onDispatch((...dispatch) => watcher.handle(...dispatch));
-  }
-}
-
-class DispatchWatcher {
+  /** The gateway watched (one at a time): its `botUserId` is set by the time READY is dispatched. */
+  private gateway?: DiscordGateway;
   /** Each server's current full view. */
   private readonly runs = new Map<string, ReconciliationRun>();
   /** Chunk indexes received per member request (by nonce), until all have arrived. */
   private readonly chunksSeen = new Map<string, Set<number>>();
 
   constructor(
-    /** Its `botUserId` is set by the time READY is dispatched. */
-    private readonly gateway: DiscordGateway,
     private readonly clock: Clock,
     private readonly outbox: DetectorOutbox,
-    private readonly logger: Logger,
     private readonly metrics: DetectorMetrics,
   ) {}
+
+  /** Starts watching the gateway's dispatches (those of the one before are over); returns the function that stops. */
+  watch(gateway: DiscordGateway): () => void {
+    this.gateway = gateway;
+    this.runs.clear();
+    this.chunksSeen.clear();
+    return gateway.onDispatch((...dispatch) => this.handle(...dispatch));
+  }
 
   /**
    * Runs inside the shard's packet handling: nothing may escape into the gateway connection.
    * A dispatch whose members go to the outbox is held until they are compared and stored.
    */
-  handle(packet: GatewayDispatchPayload, shardId: number, context: DispatchContext): void {
+  private handle(packet: GatewayDispatchPayload, shardId: number, context: DispatchContext): void {
     const { hold, replayed } = context;
     // A replayed full view is old news: the known names may be newer than it (the holder
     // before this one may have compared it, and what followed). MemberListRequester asks
@@ -146,7 +137,7 @@ class DispatchWatcher {
     members: readonly Parameters<typeof observeMember>[1][],
   ): MemberObservation[] {
     const at = this.clock.now();
-    const bot = this.gateway.botUserId;
+    const bot = this.gateway?.botUserId;
     const observations: MemberObservation[] = [];
     for (const member of members) {
       const observation = observeMember(guildId, member, at);
