@@ -69,18 +69,24 @@ export class DetectorOutbox {
       const partitions = [...Array(USER_PARTITIONS).keys()].filter((p) => p % count === lane);
       return new CompareLane(this, partitions);
     });
-    // Waiting or under way: 0 on both means every observation received has been compared.
     metrics.onCollect(() => {
       const { live, reconciling } = this.backlog;
-      const inFlight = this.inFlight;
-      metrics.detectorBacklog.set({ queue: 'live' }, live + inFlight.live);
-      metrics.detectorBacklog.set({ queue: 'reconcile' }, reconciling + inFlight.reconciling);
+      metrics.detectorBacklog.set({ queue: 'live' }, live);
+      metrics.detectorBacklog.set({ queue: 'reconcile' }, reconciling);
     });
   }
 
-  /** Observations waiting (the batches under way excluded). */
+  /**
+   * Observations waiting or under way, by queue: 0 on both means every observation received
+   * has been compared.
+   */
   get backlog(): Counts {
-    return this.sum((lane) => lane.counts);
+    const total = { live: 0, reconciling: 0 };
+    for (const { counts } of this.lanes) {
+      total.live += counts.live;
+      total.reconciling += counts.reconciling;
+    }
+    return total;
   }
 
   /**
@@ -131,8 +137,7 @@ export class DetectorOutbox {
       () => undefined,
     );
     const { live, reconciling } = this.backlog;
-    const inFlight = this.inFlight;
-    const left = live + reconciling + inFlight.live + inFlight.reconciling;
+    const left = live + reconciling;
     if (left > 0) {
       this.logger.warn(
         `${left} gateway observation(s) not compared before shutdown: the known names keep ` +
@@ -140,21 +145,6 @@ export class DetectorOutbox {
       );
     }
     for (const lane of this.lanes) lane.clear();
-  }
-
-  /** The sizes of the batches under way. */
-  private get inFlight(): Counts {
-    return this.sum((lane) => lane.inFlight);
-  }
-
-  private sum(of: (lane: CompareLane) => Counts): Counts {
-    const total = { live: 0, reconciling: 0 };
-    for (const lane of this.lanes) {
-      const { live, reconciling } = of(lane);
-      total.live += live;
-      total.reconciling += reconciling;
-    }
-    return total;
   }
 
   /** The observations by the lane of their user's partition, in the order they came. */
@@ -199,7 +189,7 @@ export class DetectorOutbox {
  */
 class CompareLane {
   /** The size of the batch under way, by the queue it came from. */
-  inFlight: Counts = { live: 0, reconciling: 0 };
+  private inFlight: Counts = { live: 0, reconciling: 0 };
   private readonly live: QueuedObservation[] = [];
   private readonly reconciling = new Fifo<QueuedObservation>();
   /** Members of full views waiting (promoted ones excluded). */
@@ -211,7 +201,8 @@ class CompareLane {
    * shrinks would keep the items they held alive until the next full collection.
    */
   private readonly waitingByUser = new Map<string, number>();
-  private readonly roomWaiters: { limit: number; resolve: () => void }[] = [];
+  /** Resolved (and renewed) whenever full-view members are taken: `whenReconcilingBelow` waits on it. */
+  private roomMade = Promise.withResolvers<void>();
   /** Aborted at `stop()`: ends the loop, and a retry's wait at once. */
   private readonly stopping = new AbortController();
   /** Hands the loop, while it waits, the batch taken as observations come (none: stop). */
@@ -230,9 +221,10 @@ class CompareLane {
     );
   }
 
-  /** Observations waiting, by queue. */
+  /** Observations waiting or under way, by queue. */
   get counts(): Counts {
-    return { live: this.live.length, reconciling: this.reconcilingCount };
+    const { live, reconciling } = this.inFlight;
+    return { live: this.live.length + live, reconciling: this.reconcilingCount + reconciling };
   }
 
   pushLive(observations: readonly MemberObservation[], settle: () => void): void {
@@ -281,9 +273,8 @@ class CompareLane {
   }
 
   /** Resolves once fewer than `limit` full-view members wait (or once cleared). */
-  whenReconcilingBelow(limit: number): Promise<void> {
-    if (this.reconcilingCount < limit) return Promise.resolve();
-    return new Promise((resolve) => this.roomWaiters.push({ limit, resolve }));
+  async whenReconcilingBelow(limit: number): Promise<void> {
+    while (this.reconcilingCount >= limit) await this.roomMade.promise;
   }
 
   /** Stops retrying; resolves once the batch under way (if any) is done. */
@@ -293,8 +284,9 @@ class CompareLane {
     return this.loop;
   }
 
-  /** Drops everything waiting, and lets every waiter for room go. */
+  /** Drops everything waiting or left under way, and lets every waiter for room go. */
   clear(): void {
+    this.inFlight = { live: 0, reconciling: 0 };
     this.live.length = 0;
     this.reconciling.clear();
     this.waitingByUser.clear();
@@ -367,13 +359,8 @@ class CompareLane {
   }
 
   private notifyRoom(): void {
-    for (let i = this.roomWaiters.length - 1; i >= 0; i--) {
-      const waiter = this.roomWaiters[i];
-      if (this.reconcilingCount < waiter.limit) {
-        this.roomWaiters.splice(i, 1);
-        waiter.resolve();
-      }
-    }
+    this.roomMade.resolve();
+    this.roomMade = Promise.withResolvers<void>();
   }
 
   /**
