@@ -116,7 +116,7 @@ export class DetectorOutbox {
     done: () => void = noop,
   ): void {
     if (this.refuse(observations.length)) return;
-    const settle = countdown(observations.length, done);
+    const settle = countdown(observations.length, run.track(done));
     for (const [lane, part] of this.byLane(observations)) lane.pushFullView(part, run, settle);
   }
 
@@ -256,7 +256,7 @@ class CompareLane {
     const bound = Math.ceil(settings.maxReconciling / settings.compareConcurrency);
     const accepted = observations.slice(0, Math.max(0, bound - this.reconcilingCount));
     for (let i = accepted.length; i < observations.length; i++) settle();
-    run.arrived(accepted.length);
+    run.members += accepted.length;
     for (const observation of accepted) {
       this.reconciling.push({ observation, run, settle });
       this.reconcilingCount += 1;
@@ -421,11 +421,10 @@ class CompareLane {
     outcomes: PublishOutcome[],
   ): void {
     const { metrics, logger } = this.outbox;
-    const changesByRun = new Map<ReconciliationRun, number>();
     comparison.changes.forEach((change, i) => {
       const { event, created, receivers } = outcomes[i];
       const run = batch[change.source].run;
-      if (run) changesByRun.set(run, (changesByRun.get(run) ?? 0) + 1);
+      if (run) run.changes += 1;
       logger.log(
         `Recorded a ${change.type} change of user ${change.userId} as event ${event.id}` +
           `${run ? ' (found by reconciliation)' : ''}${created ? '' : ' (stored already)'}; ` +
@@ -437,10 +436,6 @@ class CompareLane {
     for (const { userId, type } of comparison.unrecordable) {
       logger.warn(`Ignored a ${type} change of user ${userId}: the old name cannot be stored`);
     }
-    const comparedByRun = new Map<ReconciliationRun, number>();
-    for (const { run } of batch) {
-      if (run) comparedByRun.set(run, (comparedByRun.get(run) ?? 0) + 1);
-    }
     const reconciled = batch.filter((item) => item.run).length;
     const found = comparison.changes.filter((change) => batch[change.source].run).length;
     const { detectorMembersCompared: compared, detectorChanges: changes } = metrics;
@@ -448,7 +443,6 @@ class CompareLane {
     compared.inc({ source: 'live' }, batch.length - reconciled);
     changes.inc({ source: 'reconciliation' }, found);
     changes.inc({ source: 'live' }, comparison.changes.length - found);
-    for (const [run, count] of comparedByRun) run.compared(count, changesByRun.get(run) ?? 0);
   }
 }
 

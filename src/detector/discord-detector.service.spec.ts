@@ -56,8 +56,8 @@ class RecordingOutbox {
     this.live.push(...observations);
   }
   observeFullView(observations: readonly MemberObservation[], run: ReconciliationRun): void {
-    run.arrived(observations.length);
-    run.compared(observations.length, 0);
+    run.members += observations.length;
+    run.track(() => undefined)();
   }
   async whenReconcilingBelow(): Promise<void> {}
   onLiveDropped(): () => void {

@@ -34,8 +34,8 @@ class RecordingOutbox {
   observeFullView(observations: readonly MemberObservation[], run: ReconciliationRun): void {
     this.fullViews.push({ guildId: run.guildId, userIds: observations.map((o) => o.userId) });
     this.runs.add(run);
-    run.arrived(observations.length);
-    run.compared(observations.length, 0);
+    run.members += observations.length;
+    run.track(() => undefined)();
   }
 }
 

@@ -4,8 +4,11 @@
  * arrived has been compared and no more are expected; `done` then gets the figures.
  */
 export class ReconciliationRun {
+  /** Members queued for comparison (not those dropped past the bound). */
   members = 0;
+  /** Changes their comparison recorded. */
   changes = 0;
+  /** Dispatches of the view whose members are not all compared yet. */
   private pending = 0;
   private finished = false;
 
@@ -17,22 +20,19 @@ export class ReconciliationRun {
     private readonly done: (run: ReconciliationRun) => void,
   ) {}
 
-  /** `count` members arrived (queued for comparison). */
-  arrived(count: number): void {
-    this.members += count;
-    this.pending += count;
+  /** A dispatch of the view arrived: returns what calls `then` once its members are compared. */
+  track(then: () => void): () => void {
+    this.pending += 1;
+    return () => {
+      then();
+      this.pending -= 1;
+      this.check();
+    };
   }
 
   /** Every member the view will bring has arrived (the last chunk, or none expected). */
   complete(): void {
     this.expectingMore = false;
-    this.check();
-  }
-
-  /** `count` of its members were compared, with `changes` changes recorded. */
-  compared(count: number, changes: number): void {
-    this.pending -= count;
-    this.changes += changes;
     this.check();
   }
 
