@@ -201,7 +201,7 @@ class CompareLane {
    * shrinks would keep the items they held alive until the next full collection.
    */
   private readonly waitingByUser = new Map<string, number>();
-  /** Resolved (and renewed) whenever full-view members are taken: `whenReconcilingBelow` waits on it. */
+  /** Resolved (and renewed) as full-view members are taken: `whenReconcilingBelow` waits on it. */
   private roomMade = Promise.withResolvers<void>();
   /** Aborted at `stop()`: ends the loop, and a retry's wait at once. */
   private readonly stopping = new AbortController();

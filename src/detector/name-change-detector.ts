@@ -23,20 +23,15 @@ import { ReconciliationRun } from './reconciliation-run.js';
  *   a large server's members, which MemberListRequester asks for).
  * Live updates replayed after a RESUME come through the same way, with their place in the
  * session, so that those stored already are not compared again (ShardProgressRepository);
- * full views replayed are left out (see `watch`). Every observation is
+ * full views replayed are left out (see `handle`). Every observation is
  * compared with the last known names: there is no member cache, so nothing depends on what
  * one held, and a change made while nobody watched is found at the next full view.
  * The bot's own user is left out.
  */
-const FULL_VIEWS = new Set<string>([
-  GatewayDispatchEvents.GuildCreate,
-  GatewayDispatchEvents.GuildMembersChunk,
-]);
-
 @Injectable()
 export class NameChangeDetector {
   private readonly logger = new Logger('DiscordDetector');
-  /** The gateway watched (one at a time): its `botUserId` is set by the time READY is dispatched. */
+  /** The gateway watched, one at a time: its `botUserId` is set by the time READY comes. */
   private gateway?: DiscordGateway;
   /** Each server's current full view. */
   private readonly runs = new Map<string, ReconciliationRun>();
@@ -49,7 +44,10 @@ export class NameChangeDetector {
     private readonly metrics: DetectorMetrics,
   ) {}
 
-  /** Starts watching the gateway's dispatches (those of the one before are over); returns the function that stops. */
+  /**
+   * Starts watching the gateway's dispatches (those of the gateway before are over); returns
+   * the function that stops.
+   */
   watch(gateway: DiscordGateway): () => void {
     this.gateway = gateway;
     this.runs.clear();
@@ -63,17 +61,16 @@ export class NameChangeDetector {
    */
   private handle(packet: GatewayDispatchPayload, shardId: number, context: DispatchContext): void {
     const { hold, replayed } = context;
-    // A replayed full view is old news: the known names may be newer than it (the holder
-    // before this one may have compared it, and what followed). MemberListRequester asks
-    // for the server's members afresh instead.
-    if (replayed && FULL_VIEWS.has(packet.t)) return;
     try {
       switch (packet.t) {
+        // A replayed full view is old news: the known names may be newer than it (the holder
+        // before this one may have compared it, and what followed). MemberListRequester asks
+        // for the server's members afresh instead.
         case GatewayDispatchEvents.GuildCreate:
-          this.guildCreate(packet.d, hold);
+          if (!replayed) this.guildCreate(packet.d, hold);
           break;
         case GatewayDispatchEvents.GuildMembersChunk:
-          this.membersChunk(packet.d, hold);
+          if (!replayed) this.membersChunk(packet.d, hold);
           break;
         case GatewayDispatchEvents.GuildMemberUpdate:
         case GatewayDispatchEvents.GuildMemberAdd: {
