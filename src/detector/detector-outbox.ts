@@ -148,17 +148,9 @@ export class DetectorOutbox {
   }
 
   /** The observations by the lane of their user's partition, in the order they came. */
-  private byLane(
-    observations: readonly MemberObservation[],
-  ): Map<CompareLane, MemberObservation[]> {
-    const parts = new Map<CompareLane, MemberObservation[]>();
-    for (const observation of observations) {
-      const lane = this.lanes[userPartitionOf(observation.userId) % this.lanes.length];
-      const part = parts.get(lane);
-      if (part) part.push(observation);
-      else parts.set(lane, [observation]);
-    }
-    return parts;
+  private byLane(observations: readonly MemberObservation[]) {
+    const { lanes } = this;
+    return Map.groupBy(observations, (o) => lanes[userPartitionOf(o.userId) % lanes.length]);
   }
 
   private refuse(count: number): boolean {
