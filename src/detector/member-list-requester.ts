@@ -116,11 +116,12 @@ type Answer = PromiseWithResolvers<number> & {
   timer?: NodeJS.Timeout;
 };
 
-/** One shard's servers waiting for their member list, asked for one at a time. */
+/**
+ * One shard's servers waiting for their member list, asked for one at a time: the first is
+ * the one under way; asked for again meanwhile, a server is asked for once more after it.
+ */
 class GuildQueue {
   private readonly queue: string[] = [];
-  /** Asked for again while its request was under way: ask once more after it. */
-  private readonly again = new Set<string>();
   private answer?: Answer;
   /** Aborted at `stop()`: ends the loop, and a wait between requests at once. */
   private readonly stopping = new AbortController();
@@ -143,8 +144,7 @@ class GuildQueue {
 
   add(guildId: string): void {
     if (this.stopping.signal.aborted) return;
-    if (this.queue[0] === guildId) this.again.add(guildId);
-    else if (!this.queue.includes(guildId)) this.queue.push(guildId);
+    if (!this.queue.includes(guildId, 1)) this.queue.push(guildId);
     this.woken();
   }
 
@@ -179,17 +179,15 @@ class GuildQueue {
     while (!this.stopping.signal.aborted) {
       const guildId = this.queue[0];
       if (guildId === undefined) await new Promise<void>((resolve) => (this.wake = resolve));
-      else await this.request(guildId);
+      else {
+        await this.request(guildId);
+        this.queue.shift();
+      }
     }
   }
 
   private wait(ms: number): Promise<void> {
     return delay(ms, undefined, { signal: this.stopping.signal }).catch(() => undefined);
-  }
-
-  private done(guildId: string): void {
-    this.queue.shift();
-    if (this.again.delete(guildId) && !this.queue.includes(guildId)) this.queue.push(guildId);
   }
 
   /** The first server's members, asked for until they come, it is given up on, or shutdown. */
@@ -198,14 +196,15 @@ class GuildQueue {
     let failures = 0;
     for (;;) {
       await outbox.whenReconcilingBelow(settings.reconcileBacklogLimit);
-      if (this.stopping.signal.aborted) return;
-      if (this.shardOf.get(guildId) !== this.shardId) return this.done(guildId);
+      // Stopped, or the server gone from the shard: nothing to ask.
+      if (this.stopping.signal.aborted || this.shardOf.get(guildId) !== this.shardId) return;
       // Whatever asked for this server before now is answered by this request.
-      this.again.delete(guildId);
+      const again = this.queue.indexOf(guildId, 1);
+      if (again > 0) this.queue.splice(again, 1);
       try {
         const members = await this.ask(guildId);
         logger.log(`Received the ${members} members of server ${guildId}`);
-        return this.done(guildId);
+        return;
       } catch (error) {
         if (this.stopping.signal.aborted) return;
         if (error instanceof RateLimited) {
@@ -221,7 +220,7 @@ class GuildQueue {
             `Could not fetch the members of server ${guildId} (${(error as Error).message}); ` +
               'changes of members it did not send are found at its next full view',
           );
-          return this.done(guildId);
+          return;
         }
         await this.wait(FAILED_FETCH_DELAY_MS * failures);
       } finally {
