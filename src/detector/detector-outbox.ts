@@ -206,11 +206,7 @@ class CompareLane {
     /** The user partitions whose observations come here. */
     private readonly partitions: readonly number[],
   ) {
-    this.loop = this.compareAll().catch((error: unknown) =>
-      outbox.logger.error(
-        `Name change detection stopped: ${(error as Error).stack ?? String(error)}`,
-      ),
-    );
+    this.loop = this.compareAll();
   }
 
   /** Observations waiting or under way, by queue. */
@@ -300,7 +296,13 @@ class CompareLane {
   private async compareAll(): Promise<void> {
     while (!this.stopping.signal.aborted) {
       const next = this.take() ?? (await new Promise<Batch | undefined>((r) => (this.wake = r)));
-      if (next) await this.compareAndPublish(next);
+      // Every failure that can be expected is retried within: anything else costs the batch.
+      if (!next) continue;
+      await this.compareAndPublish(next).catch((error: unknown) =>
+        this.outbox.logger.error(
+          `Name change detection stopped: ${(error as Error).stack ?? String(error)}`,
+        ),
+      );
     }
   }
 

@@ -135,11 +135,7 @@ class GuildQueue {
     /** The shard of each available server. */
     private readonly shardOf: ReadonlyMap<string, number>,
   ) {
-    this.requestAll().catch((error: unknown) =>
-      requester.logger.error(
-        `Member list requests stopped: ${(error as Error).stack ?? String(error)}`,
-      ),
-    );
+    void this.requestAll();
   }
 
   add(guildId: string): void {
@@ -180,7 +176,12 @@ class GuildQueue {
       const guildId = this.queue[0];
       if (guildId === undefined) await new Promise<void>((resolve) => (this.wake = resolve));
       else {
-        await this.request(guildId);
+        // Every failure that can be expected is handled within: anything else costs the server.
+        await this.request(guildId).catch((error: unknown) =>
+          this.requester.logger.error(
+            `Member list requests stopped: ${(error as Error).stack ?? String(error)}`,
+          ),
+        );
         this.queue.shift();
       }
     }
