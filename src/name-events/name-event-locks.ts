@@ -37,13 +37,9 @@ export class NameEventLocks {
    * the commits inside). A session whose unlock failed is closed rather than pooled again.
    */
   underPublishLock<T>(work: () => Promise<T>): Promise<T> {
-    return this.sessions.run(async () => {
-      await this.lockPublish();
-      try {
-        return await work();
-      } finally {
-        await this.unlockPublish();
-      }
+    return this.withPublishLock(async (lockPublish) => {
+      await lockPublish();
+      return work();
     });
   }
 
@@ -54,19 +50,13 @@ export class NameEventLocks {
    * or after it.
    */
   underUserLocks<T>(userId: string, work: () => Promise<T>): Promise<T> {
-    return this.sessions.run(async () => {
-      let locked = false;
-      try {
-        return await this.txHost.withTransaction(async () => {
-          await this.lockPartitions([userPartitionOf(userId)]);
-          await this.lockPublish();
-          locked = true;
-          return work();
-        });
-      } finally {
-        if (locked) await this.unlockPublish();
-      }
-    });
+    return this.withPublishLock((lockPublish) =>
+      this.txHost.withTransaction(async () => {
+        await this.lockPartitions([userPartitionOf(userId)]);
+        await lockPublish();
+        return work();
+      }),
+    );
   }
 
   /**
@@ -84,18 +74,30 @@ export class NameEventLocks {
     store: (changes: C[]) => Promise<S[]>,
     broadcast: (stored: S[]) => Promise<R>,
   ): Promise<R | undefined> {
+    return this.withPublishLock(async (lockPublish) => {
+      const stored = await this.txHost.withTransaction(async () => {
+        await this.lockPartitions(partitions);
+        const changes = await detect();
+        if (changes.length === 0) return [];
+        await lockPublish();
+        return store(changes);
+      });
+      return stored.length === 0 ? undefined : await broadcast(stored);
+    });
+  }
+
+  /**
+   * Runs `work` on one session, given the way to take the publish lock there; once `work`
+   * is done, the lock is released if it took it (at most once).
+   */
+  private withPublishLock<T>(work: (lockPublish: () => Promise<void>) => Promise<T>): Promise<T> {
     return this.sessions.run(async () => {
       let locked = false;
       try {
-        const stored = await this.txHost.withTransaction(async () => {
-          await this.lockPartitions(partitions);
-          const changes = await detect();
-          if (changes.length === 0) return [];
-          await this.lockPublish();
+        return await work(async () => {
+          await this.txHost.tx.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]);
           locked = true;
-          return store(changes);
         });
-        return stored.length === 0 ? undefined : await broadcast(stored);
       } finally {
         if (locked) await this.unlockPublish();
       }
@@ -108,10 +110,6 @@ export class NameEventLocks {
       PARTITION_LOCK_CLASS,
       [...new Set(partitions)].sort((a, b) => a - b),
     ]);
-  }
-
-  private async lockPublish(): Promise<void> {
-    await this.txHost.tx.query('SELECT pg_advisory_lock($1)', [PUBLISH_LOCK_KEY]);
   }
 
   private async unlockPublish(): Promise<void> {
