@@ -2,11 +2,9 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { withTimeout } from '../common/with-timeout.js';
-import type { BusMetrics } from './bus.metrics.js';
 import type { StoredNameEvent } from '../name-events/index.js';
-import type { RedisConnections } from '../redis/index.js';
 import { BusUnavailableError } from './name-event-bus.js';
-import { ready, RedisPubSubBus } from './redis-pub-sub.bus.js';
+import { ready, RedisNameEventBus } from './redis-name-event.bus.js';
 
 /**
  * How long an instance counts as listening after it last said so (it says so every beat, and
@@ -45,19 +43,12 @@ type Node = { host: string; port: number };
  * slot), renewed every beat. A publish that reached no one while an instance says it listens
  * is the bus-unavailable error, not "no listener".
  */
-export class ShardedRedisNameEventBus extends RedisPubSubBus {
+export class ShardedRedisNameEventBus extends RedisNameEventBus {
   declare protected readonly publisher: Cluster;
   private readonly listening = `${this.channel}:listening`;
   private readonly token = `${hostname()}:${process.pid}:${randomUUID()}`;
   /** Where the channel's slot was last found: asked first next time. */
   private owner?: Node;
-
-  constructor(
-    private readonly redis: RedisConnections,
-    metrics: BusMetrics,
-  ) {
-    super(redis.create('publisher'), redis.slotKey('name-events'), 'spublish', metrics);
-  }
 
   override async publish(
     events: readonly StoredNameEvent[],
@@ -70,7 +61,7 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus {
     return receivers;
   }
 
-  protected async openSubscription(): Promise<void> {
+  protected override async openSubscription(): Promise<void> {
     let node = this.owner ?? this.anyMaster();
     for (let redirections = 0; node; redirections++) {
       const connection = this.redis.createNode('subscriber', node);
@@ -117,7 +108,7 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus {
     throw new BusUnavailableError('Redis Cluster: no master node known');
   }
 
-  protected async closeSubscription(): Promise<void> {
+  protected override async closeSubscription(): Promise<void> {
     // Unlisted first: between the two, a publish reaches this instance, not "no listener".
     await this.publisher.zrem(this.listening, this.token).catch(() => undefined);
     this.drop();
@@ -128,7 +119,7 @@ export class ShardedRedisNameEventBus extends RedisPubSubBus {
   }
 
   /** A command on the channel's slot: the bus is up when the shard that carries it answers. */
-  async ping(): Promise<void> {
+  override async ping(): Promise<void> {
     await this.publisher.exists(this.listening);
   }
 
