@@ -3,7 +3,7 @@ import { Observable } from 'rxjs';
 import { BusUnavailableError, NameEventBus } from '../bus/index.js';
 import { withTimeout } from '../common/with-timeout.js';
 import { NameEventsMetrics } from './name-events.metrics.js';
-import { NameChangeEventRepository } from './name-change-event.repository.js';
+import { NameEventLogRepository } from './name-event-log.repository.js';
 import { NameEventStream, type StreamPacing } from './name-event-stream.js';
 
 export { ListenerOverflowError, type StreamPacing } from './name-event-stream.js';
@@ -44,7 +44,7 @@ export interface OpenedStream {
 @Injectable()
 export class NameEventStreamsService {
   constructor(
-    private readonly events: NameChangeEventRepository,
+    private readonly events: NameEventLogRepository,
     private readonly bus: NameEventBus,
     private readonly metrics: NameEventsMetrics,
   ) {}

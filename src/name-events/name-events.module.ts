@@ -14,7 +14,6 @@ import { KnownUser } from './known-user.entity.js';
 import { KnownNamesRepository } from './known-names.repository.js';
 import { nameEventsMigrations } from './migrations/index.js';
 import { NameChangeEvent } from './name-change-event.entity.js';
-import { NameChangeEventRepository } from './name-change-event.repository.js';
 import { NameEventLocks } from './name-event-locks.js';
 import { NameEventLogRepository } from './name-event-log.repository.js';
 import { NameEventRemovalsService } from './name-event-removals.service.js';
@@ -33,8 +32,8 @@ import { NameEventsMetrics } from './name-events.metrics.js';
  * - NameHistoryRepository: users' histories.
  * - NameSearchRepository: who had a name (the search module's query).
  * - KnownNamesRepository: the detector's last known names.
- * - NameEventLogRepository: the event log as others read it (a consumer's handled events,
- *   counts after a position).
+ * - NameEventLogRepository: the event log (storing, reading, deleting), also as others read it
+ *   (a consumer's handled events, counts after a position).
  * - Domain events (NameDomainEvents in `name-event.types.ts`): `user.erased`, `user.opted-out` and
  *   `events.removed`, handled with `@OnNameEvent`; NameEventRemovalsService carries removals to
  *   every instance, and tells whether this one hears them all.
@@ -52,7 +51,6 @@ import { NameEventsMetrics } from './name-events.metrics.js';
   imports: [BusModule, DatabaseModule, DiscoveryModule, EventEmitterModule.forRoot(), RedisModule],
   providers: [
     NameEventsMetrics,
-    NameChangeEventRepository,
     NameHistoryRepository,
     NameSearchRepository,
     KnownNamesRepository,

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { BusUnavailableError, NameEventBus } from '../bus/index.js';
 import { NameEventsMetrics } from './name-events.metrics.js';
 import { KnownNamesRepository } from './known-names.repository.js';
-import { NameChangeEventRepository, type StoredOutcome } from './name-change-event.repository.js';
+import { NameEventLogRepository, type StoredOutcome } from './name-event-log.repository.js';
 import { NameEventLocks } from './name-event-locks.js';
 import { NameEventRemovalsService } from './name-event-removals.service.js';
 import {
@@ -29,7 +29,7 @@ export class NameEventsService {
   readonly stored = new WakeSignal();
 
   constructor(
-    private readonly events: NameChangeEventRepository,
+    private readonly events: NameEventLogRepository,
     private readonly knownNames: KnownNamesRepository,
     private readonly locks: NameEventLocks,
     private readonly guards: RecordingGuardsService,

@@ -3,7 +3,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import { Injectable } from '@nestjs/common';
 import type { StoredPosition } from '../common/opaque-cursor.js';
 import type { NameType } from './name-event.types.js';
-import { UTC_ISO } from './name-change-event.repository.js';
+import { UTC_ISO } from './name-event-log.repository.js';
 
 /**
  * The indexed form of a name (see the search module's migration, which built the index): NFC, then the database's Unicode

@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { InjectConfig, type ConfigOf } from '../../config/config-section.js';
 import { NameEventsMetrics } from '../name-events.metrics.js';
 import { LeaseCompetition, Leases } from '../../redis/index.js';
-import { NameChangeEventRepository } from '../name-change-event.repository.js';
+import { NameEventLogRepository } from '../name-event-log.repository.js';
 import { NameEventsService } from '../name-events.service.js';
 import { ConsumerPositionsRepository } from './consumer-positions.repository.js';
 import { consumersConfig } from './consumers.config.js';
@@ -53,7 +53,7 @@ export class NameEventConsumersService implements OnApplicationBootstrap, OnModu
     private readonly discovery: DiscoveryService,
     private readonly leases: Leases,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    private readonly events: NameChangeEventRepository,
+    private readonly events: NameEventLogRepository,
     private readonly positions: ConsumerPositionsRepository,
     private readonly nameEvents: NameEventsService,
     @InjectConfig(consumersConfig) private readonly config: ConfigOf<typeof consumersConfig>,
