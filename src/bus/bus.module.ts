@@ -1,7 +1,5 @@
 import { Logger, Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
 import { RedisConnections, RedisModule } from '../redis/index.js';
-import { BusHealthIndicator } from './bus.health.js';
 import { BusMetrics } from './bus.metrics.js';
 import { InProcessNameEventBus } from './in-process-name-event.bus.js';
 import { NameEventBus } from './name-event-bus.js';
@@ -15,9 +13,8 @@ import { ShardedRedisNameEventBus } from './sharded-redis-name-event.bus.js';
  * opens streams from it.
  */
 @Module({
-  imports: [TerminusModule, RedisModule],
+  imports: [RedisModule],
   providers: [
-    BusHealthIndicator,
     BusMetrics,
     {
       provide: NameEventBus,
@@ -41,6 +38,6 @@ import { ShardedRedisNameEventBus } from './sharded-redis-name-event.bus.js';
       },
     },
   ],
-  exports: [NameEventBus, BusHealthIndicator],
+  exports: [NameEventBus],
 })
 export class BusModule {}

@@ -1,7 +1,6 @@
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Module, OnApplicationShutdown } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
 import {
   getDataSourceToken,
   InjectDataSource,
@@ -72,7 +71,6 @@ type DataSourceOptions = PostgresConnectionOptions &
         adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
       }),
     ]),
-    TerminusModule,
   ],
   providers: [DatabaseHealthIndicator, DatabaseSessionsService, PostgresNotificationsService],
   exports: [DatabaseHealthIndicator, DatabaseSessionsService, PostgresNotificationsService],

@@ -3,8 +3,7 @@ import { ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/sw
 import { type HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
 import { ApiErrorResponses, UNKNOWN_QUERY_KEY } from '../common/api-error-responses.js';
 import { NoAccessLog } from '../common/route-traits.js';
-import { BusHealthIndicator } from '../bus/index.js';
-import { DatabaseHealthIndicator } from '../database/index.js';
+import { DependencyHealth } from './dependency-health.js';
 import { HealthDependencyDto, HealthResponseDto } from './health.dto.js';
 import { HttpDrainService } from './http-drain.service.js';
 
@@ -16,8 +15,7 @@ import { HttpDrainService } from './http-drain.service.js';
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
-    private readonly database: DatabaseHealthIndicator,
-    private readonly bus: BusHealthIndicator,
+    private readonly dependencies: DependencyHealth,
     private readonly drain: HttpDrainService,
   ) {}
 
@@ -46,7 +44,7 @@ export class HealthController {
     let failure: unknown;
     if (!this.drain.isDraining) {
       result = await this.health
-        .check([() => this.database.check(), ...(this.bus.enabled ? [() => this.bus.check()] : [])])
+        .check(this.dependencies.checks)
         .catch((error: unknown) => ((failure = error), undefined));
     }
     // Asked again once the checks are done: a probe in flight when SIGTERM came says so too.

@@ -4,7 +4,7 @@ import { Owns } from '../config/owns.decorator.js';
 import { BusModule } from '../bus/index.js';
 import { DatabaseModule } from '../database/index.js';
 import { HealthController } from './health.controller.js';
-import { HealthMetrics } from './health.metrics.js';
+import { DependencyHealth } from './dependency-health.js';
 import { HttpDrainService } from './http-drain.service.js';
 
 /**
@@ -15,7 +15,7 @@ import { HttpDrainService } from './http-drain.service.js';
 @Module({
   imports: [TerminusModule.forRoot({ logger: false }), DatabaseModule, BusModule],
   controllers: [HealthController],
-  providers: [HttpDrainService, HealthMetrics],
+  providers: [HttpDrainService, DependencyHealth],
   exports: [HttpDrainService],
 })
 export class HealthModule {}
