@@ -70,7 +70,8 @@ describe('NameEventStream', () => {
     bus.deliver(event(5), event(7));
     const ids: string[] = [];
     const { window } = windowOver([event(4), event(5), event(6)]);
-    stream.events({ lastEventId: 3n, replay: window }).subscribe((e) => ids.push(e.id));
+    stream.resume(3n, window);
+    stream.events().subscribe((e) => ids.push(e.id));
     await settle();
     bus.deliver(event(6), event(8), event(2));
     expect(ids).toEqual(['4', '5', '6', '7', '8', '2']);
@@ -81,7 +82,8 @@ describe('NameEventStream', () => {
     const stream = new NameEventStream(bus.subscription, undefined);
     bus.deliver(event(9), event(10), event(11));
     const ids: string[] = [];
-    stream.events({ lastEventId: 10n }).subscribe((e) => ids.push(e.id));
+    stream.resume(10n);
+    stream.events().subscribe((e) => ids.push(e.id));
     await settle();
     expect(ids).toEqual(['11']);
   });
@@ -90,7 +92,7 @@ describe('NameEventStream', () => {
     const bus = fakeBus();
     const stream = new NameEventStream(bus.subscription, 'u2');
     const ids: string[] = [];
-    stream.events({}).subscribe((e) => ids.push(e.id));
+    stream.events().subscribe((e) => ids.push(e.id));
     await settle();
     bus.deliver(event(1, 'u1'), event(2, 'u2'), event(3, 'u1'));
     expect(ids).toEqual(['2']);
@@ -102,7 +104,7 @@ describe('NameEventStream', () => {
     bus.fail();
     expect(stream.failed).toBe(true);
     let error: unknown;
-    const subscription = stream.events({}).subscribe({
+    const subscription = stream.events().subscribe({
       error: (e: unknown) => {
         error = e;
       },
@@ -137,9 +139,8 @@ describe('NameEventStream', () => {
       });
       return gate;
     };
-    stream
-      .events({ lastEventId: 0n, replay: window }, pacing({ canTake, ready }))
-      .subscribe((e) => ids.push(e.id));
+    stream.resume(0n, window);
+    stream.events(pacing({ canTake, ready })).subscribe((e) => ids.push(e.id));
     await settle();
     // One page of three read; the third event was let go when the listener backed up.
     expect([ids, reads]).toEqual([['1', '2'], [0n]]);
@@ -171,9 +172,8 @@ describe('NameEventStream', () => {
       scheduled++;
       return read();
     };
-    stream
-      .events({ lastEventId: 0n, replay: window }, pacing({ schedule }))
-      .subscribe((e) => ids.push(e.id));
+    stream.resume(0n, window);
+    stream.events(pacing({ schedule })).subscribe((e) => ids.push(e.id));
     await settle();
     expect([ids, scheduled]).toEqual([['1', '2', '3'], 2]);
   });
@@ -187,11 +187,9 @@ describe('NameEventStream', () => {
     const ready = () => new Promise<void>((resolve) => (open = resolve));
     const ids: string[] = [];
     let error: unknown;
+    stream.resume(0n, window);
     stream
-      .events(
-        { lastEventId: 0n, replay: window },
-        pacing({ canTake, ready, sizeOf: () => 40, holdLimit: 100 }),
-      )
+      .events(pacing({ canTake, ready, sizeOf: () => 40, holdLimit: 100 }))
       .subscribe({ next: (e) => ids.push(e.id), error: (e: unknown) => (error = e) });
     await settle();
     bus.deliver(event(3), event(4));

@@ -12,14 +12,6 @@ export interface ReplayWindow {
   sent?(): void;
 }
 
-/** Where a new stream starts, and what it replays. */
-export interface StreamStart {
-  /** The id the client resumes from (its Last-Event-ID), when it resumes. */
-  lastEventId?: bigint;
-  /** The stored events it replays first, when there are any. */
-  replay?: ReplayWindow;
-}
-
 /** How the listener's side paces a stream (see NameEventStream.events). */
 export interface StreamPacing {
   /** Whether the listener can take more now: asked before each replayed event. */
@@ -73,7 +65,15 @@ export class NameEventStream {
   private subscriber?: Subscriber<StoredNameEvent>;
   private pacing = UNPACED;
   private readonly upstream;
-  private window?: { first: bigint; last: bigint };
+  /** The id the client resumes from (its Last-Event-ID), when it resumes. */
+  private lastEventId?: bigint;
+  /** The stored events it replays first, when there are any. */
+  private replayWindow?: ReplayWindow;
+  /**
+   * Where a new stream starts: the newest id whose broadcast is done (unset when resuming, or
+   * when the database could not say in time).
+   */
+  startId?: string;
 
   constructor(
     private readonly bus: BusSubscription,
@@ -85,16 +85,21 @@ export class NameEventStream {
     });
   }
 
+  /** Makes it a resume after the client's `lastEventId`, replaying `replay` first. */
+  resume(lastEventId: bigint, replay?: ReplayWindow): void {
+    this.lastEventId = lastEventId;
+    this.replayWindow = replay;
+  }
+
   /**
    * The events, once the start is known. Subscribe once; unsubscribing (or the bus failing)
    * releases the bus subscription.
    */
-  events(start: StreamStart, pacing: StreamPacing = UNPACED): Observable<StoredNameEvent> {
-    const { replay, lastEventId } = start;
-    this.window = replay && { first: replay.first, last: replay.last };
+  events(pacing: StreamPacing = UNPACED): Observable<StoredNameEvent> {
+    const replay = this.replayWindow;
     this.pacing = pacing;
     return new Observable<StoredNameEvent>((subscriber) => {
-      void this.start(subscriber, replay, replay?.last ?? lastEventId);
+      void this.start(subscriber, replay, replay?.last ?? this.lastEventId);
       return () => this.close();
     });
   }
@@ -163,9 +168,9 @@ export class NameEventStream {
 
   private receive(event: StoredNameEvent): void {
     if (this.userId !== undefined && event.userId !== this.userId) return;
-    if (this.window) {
+    if (this.replayWindow) {
       const id = BigInt(event.id);
-      if (id >= this.window.first && id <= this.window.last) return;
+      if (id >= this.replayWindow.first && id <= this.replayWindow.last) return;
     }
     if (this.held) {
       this.heldSize += this.pacing.sizeOf(event);

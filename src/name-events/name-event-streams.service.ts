@@ -1,13 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { Observable } from 'rxjs';
 import { BusUnavailableError, NameEventBus } from '../bus/index.js';
 import { withTimeout } from '../common/with-timeout.js';
 import { NameEventsMetrics } from './name-events.metrics.js';
 import { NameEventLogRepository } from './name-event-log.repository.js';
-import { NameEventStream, type StreamPacing } from './name-event-stream.js';
+import { NameEventStream } from './name-event-stream.js';
 
 export { ListenerOverflowError, type StreamPacing } from './name-event-stream.js';
-import type { StoredNameEvent } from './name-event.types.js';
 
 /** How long a new stream waits for its starting id before it opens without one. */
 const START_ID_TIMEOUT_MS = 2_000;
@@ -21,19 +19,6 @@ export interface OpenStreamOptions {
   lastEventId?: bigint;
   /** How many stored events a resume replays at most (the newest). */
   replayLimit: number;
-}
-
-/** A stream, ready to be subscribed once (or closed unsubscribed). */
-export interface OpenedStream {
-  /**
-   * Where a new stream starts: the newest id whose broadcast is done (unset when resuming, or
-   * when the database could not say in time).
-   */
-  startId?: string;
-  /** The events; see NameEventStream.events for `pacing`. */
-  events(pacing?: StreamPacing): Observable<StoredNameEvent>;
-  /** Releases it without subscribing (the client left during setup). Idempotent. */
-  close(): void;
 }
 
 /**
@@ -54,7 +39,7 @@ export class NameEventStreamsService {
    * be set up, and with StorageUnavailableError when a resume's replay window cannot be read; a new
    * stream opens without its starting id when the database cannot give it in time.
    */
-  async openStream(options: OpenStreamOptions): Promise<OpenedStream> {
+  async openStream(options: OpenStreamOptions): Promise<NameEventStream> {
     const stream = new NameEventStream(await this.bus.subscribe(), options.userId);
     try {
       if (options.lastEventId !== undefined) {
@@ -64,21 +49,21 @@ export class NameEventStreamsService {
           limit: options.replayLimit,
         });
         if (stream.failed) throw new BusUnavailableError('Live delivery broke during setup');
-        const replay = window && {
-          first: BigInt(window.first),
-          last: BigInt(window.last),
-          readPage: (afterId: bigint) =>
-            this.events.findPage(afterId.toString(), {
-              upToId: window.last,
-              userId,
-              limit: REPLAY_PAGE_EVENTS,
-            }),
-          sent: () => this.metrics.eventsReplayed.inc(),
-        };
-        return {
-          events: (pacing) => stream.events({ lastEventId, replay }, pacing),
-          close: () => stream.close(),
-        };
+        stream.resume(
+          lastEventId,
+          window && {
+            first: BigInt(window.first),
+            last: BigInt(window.last),
+            readPage: (afterId: bigint) =>
+              this.events.findPage(afterId.toString(), {
+                upToId: window.last,
+                userId,
+                limit: REPLAY_PAGE_EVENTS,
+              }),
+            sent: () => this.metrics.eventsReplayed.inc(),
+          },
+        );
+        return stream;
       }
       // Read after subscribing: anything stored later arrives live. Best effort: without the
       // database (down, or hung) the stream still opens, only without its starting id.
@@ -91,11 +76,8 @@ export class NameEventStreamsService {
       if (startId !== undefined) await this.bus.flush();
       // The bus connection dropped meanwhile: live delivery cannot be promised.
       if (stream.failed) throw new BusUnavailableError('Live delivery broke during setup');
-      return {
-        startId,
-        events: (pacing) => stream.events({}, pacing),
-        close: () => stream.close(),
-      };
+      stream.startId = startId;
+      return stream;
     } catch (error) {
       stream.close();
       throw error;
