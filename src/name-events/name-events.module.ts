@@ -5,7 +5,6 @@ import { BusModule } from '../bus/index.js';
 import { RedisModule } from '../redis/index.js';
 import { Owns } from '../config/owns.decorator.js';
 import { DatabaseModule } from '../database/index.js';
-import { ConsumerPositionsRepository } from './consumers/consumer-positions.repository.js';
 import { consumersConfig } from './consumers/consumers.config.js';
 import { NameEventConsumerPosition } from './consumers/name-event-consumer.entity.js';
 import { NameEventConsumersService } from './consumers/name-event-consumers.service.js';
@@ -60,7 +59,6 @@ import { NameEventsMetrics } from './name-events.metrics.js';
     RecordingGuardsService,
     NameEventsService,
     NameEventStreamsService,
-    ConsumerPositionsRepository,
     NameEventConsumersService,
   ],
   exports: [
