@@ -21,7 +21,7 @@ const HEARTBEAT_TIMEOUT_MS = 5_000;
 /** How the listening connection shows in `pg_stat_activity`. */
 export const NOTIFICATIONS_APPLICATION_NAME = 'name-history-notifications';
 
-/** What a module that watches a channel is told. */
+/** What the module that watches the channel is told. */
 export interface ChannelWatcher {
   /** A notification on the channel, from any instance (this one included). */
   notified(payload: string): void;
@@ -30,16 +30,17 @@ export interface ChannelWatcher {
 }
 
 /**
- * Postgres notifications (`LISTEN`), for a module that must hear at once what any instance
- * did to the database: one connection of this instance's own listens on every channel
- * watched. Call `watch` while the module is built; the connection opens at bootstrap, and a
+ * Postgres notifications (`LISTEN`), for the module that must hear at once what any instance
+ * did to the database (the name events' removals): one connection of this instance's own
+ * listens on the channel watched. Call `watch` while the module is built; the connection
+ * opens at bootstrap, and a
  * lost one (an error, or no answer to the heartbeat within 5 s) is opened again (after 1 s,
  * doubling to 30 s). With the embedded database nothing listens: it has one instance.
  */
 @Injectable()
 export class PostgresNotificationsService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Database');
-  private readonly watchers = new Map<string, ChannelWatcher>();
+  private watched?: { channel: string; watcher: ChannelWatcher };
   private client?: Client;
   private live = false;
   private failures = 0;
@@ -51,23 +52,21 @@ export class PostgresNotificationsService implements OnApplicationBootstrap, OnM
     @InjectConfig(databaseConfig) private readonly database: ConfigOf<typeof databaseConfig>,
   ) {}
 
-  /** Whether this is the only instance there can be (the embedded database). */
-  get singleInstance(): boolean {
-    return !this.database.url;
-  }
-
-  /** Whether every channel is listened to now. */
-  get listening(): boolean {
-    return this.live;
+  /**
+   * Whether every notification, from any instance, is heard: always with the embedded
+   * database (the only instance there can be), else while listening.
+   */
+  get hearsAll(): boolean {
+    return !this.database.url || this.live;
   }
 
   watch(channel: string, watcher: ChannelWatcher): void {
     if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`Not a channel name: ${channel}`);
-    this.watchers.set(channel, watcher);
+    this.watched = { channel, watcher };
   }
 
   onApplicationBootstrap(): void {
-    if (!this.singleInstance && this.watchers.size > 0) void this.listen();
+    if (this.database.url && this.watched) void this.listen();
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -78,6 +77,7 @@ export class PostgresNotificationsService implements OnApplicationBootstrap, OnM
   }
 
   private async listen(): Promise<void> {
+    const { channel, watcher } = this.watched!;
     const client = new Client({
       connectionString: this.database.url,
       application_name: NOTIFICATIONS_APPLICATION_NAME,
@@ -85,14 +85,12 @@ export class PostgresNotificationsService implements OnApplicationBootstrap, OnM
       query_timeout: HEARTBEAT_TIMEOUT_MS,
     });
     this.client = client;
-    client.on('notification', ({ channel, payload }) =>
-      this.watchers.get(channel)?.notified(payload ?? ''),
-    );
+    client.on('notification', ({ payload }) => watcher.notified(payload ?? ''));
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('connection closed')));
     try {
       await client.connect();
-      for (const channel of this.watchers.keys()) await client.query(`LISTEN ${channel}`);
+      await client.query(`LISTEN ${channel}`);
     } catch (error) {
       this.lost(client, error as Error);
       return;
@@ -108,7 +106,7 @@ export class PostgresNotificationsService implements OnApplicationBootstrap, OnM
   private setLive(live: boolean): void {
     if (this.live === live) return;
     this.live = live;
-    for (const watcher of this.watchers.values()) watcher.listeningChanged(live);
+    this.watched?.watcher.listeningChanged(live);
   }
 
   private lost(client: Client, error: Error): void {

@@ -37,7 +37,7 @@ export class NameEventRemovalsService {
    * with the embedded database (one instance), else while it listens.
    */
   get heardEverywhere(): boolean {
-    return this.notifications.singleInstance || this.notifications.listening;
+    return this.notifications.hearsAll;
   }
 
   /** In the deleting unit of work: the other instances hear it once it commits. */
