@@ -7,12 +7,13 @@ import {
   type ObjectLiteral,
   type QueryRunner,
 } from 'typeorm';
+import type { ClientBase } from 'pg';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel.js';
 import type { PostgresConnectionOptions } from './postgres-options.js';
 import { describeUrl } from '../common/logger.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 import { runMigrationsApart, runMigrationsUnderLock } from './migrate.js';
-import { storageUnavailable } from './database.types.js';
+import { StorageUnavailableError, storageUnavailable } from './database.types.js';
 
 const RECONNECT_DELAY_MS = 2_000;
 
@@ -24,12 +25,12 @@ const RECONNECT_DELAY_MS = 2_000;
  *
  * Every statement and transaction goes through `query` and `transaction` (TransactionHost's
  * too), where a failure of the database becomes a StorageUnavailableError, and where a
- * session (DatabaseSessionsService) puts them on its connection.
+ * session (`runSession`) puts them on its connection.
  */
 export class AppDataSource extends DataSource {
   private readonly log = new Logger('Database');
-  /** The connection of the session under way (DatabaseSessionsService), if any. */
-  readonly sessions = new AsyncLocalStorage<QueryRunner>();
+  /** The connection of the session under way (`runSession`), if any. */
+  private readonly sessions = new AsyncLocalStorage<QueryRunner>();
   private retryTimer?: NodeJS.Timeout;
   private stopped = false;
   private migrated = false;
@@ -98,6 +99,41 @@ export class AppDataSource extends DataSource {
       if (failed) throw failed.error;
       throw storageUnavailable(error);
     }
+  }
+
+  /**
+   * Runs `work` on one connection of its own: every statement and transaction inside it, from
+   * any repository, runs on that connection (what a session-level advisory lock needs, held
+   * across a commit). Nested calls join it. A session whose statement failed is closed rather
+   * than pooled again: the statement may yet run on the server (a lock granted after a
+   * timeout).
+   */
+  async runSession<T>(work: () => Promise<T>): Promise<T> {
+    if (this.sessions.getStore()) return work();
+    const runner = this.createQueryRunner();
+    try {
+      await runner.connect().catch((error: unknown) => {
+        throw storageUnavailable(error);
+      });
+      return await this.sessions.run(runner, () =>
+        work().catch(async (error: unknown) => {
+          if (error instanceof StorageUnavailableError) await this.closeSession();
+          throw error;
+        }),
+      );
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /**
+   * Closes the connection of the session under way rather than pooling it again: whatever
+   * it holds (a session lock) goes with it.
+   */
+  async closeSession(): Promise<void> {
+    const client = (await this.sessions.getStore()?.connect()) as
+      (ClientBase & { end(): Promise<void> }) | undefined;
+    await client?.end().catch(() => undefined);
   }
 
   /** True once connected and migrated: the schema is there to be queried. */

@@ -14,7 +14,6 @@ import { Owns, type Owned } from '../config/owns.decorator.js';
 import { AppDataSource } from './app-data-source.js';
 import { databaseConfig } from './database.config.js';
 import { DatabaseHealthIndicator } from './database.health.js';
-import { DatabaseSessionsService } from './database-sessions.service.js';
 import { PostgresNotificationsService } from './postgres-notifications.service.js';
 import { postgresOptions, type PostgresConnectionOptions } from './postgres-options.js';
 
@@ -72,8 +71,8 @@ type DataSourceOptions = PostgresConnectionOptions &
       }),
     ]),
   ],
-  providers: [DatabaseHealthIndicator, DatabaseSessionsService, PostgresNotificationsService],
-  exports: [DatabaseHealthIndicator, DatabaseSessionsService, PostgresNotificationsService],
+  providers: [DatabaseHealthIndicator, PostgresNotificationsService],
+  exports: [DatabaseHealthIndicator, PostgresNotificationsService],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@InjectDataSource() private readonly dataSource: AppDataSource) {}

@@ -1,7 +1,8 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
-import { DatabaseSessionsService } from '../database/index.js';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { AppDataSource } from '../database/index.js';
 import { userPartitionOf } from './name-event.types.js';
 
 /**
@@ -20,7 +21,7 @@ export const PARTITION_LOCK_CLASS = 1885823856;
 
 /**
  * The name-event domain's ordering protocol, as locks: what runs under them runs on one
- * session (DatabaseSessionsService), and every repository's statement and transaction inside
+ * session (AppDataSource.runSession), and every repository's statement and transaction inside
  * joins it. Events are stored and broadcast under the publish lock, one publish at a time
  * across all instances, so that ids reach the broker, and every consumer of the table, in
  * increasing order.
@@ -28,7 +29,7 @@ export const PARTITION_LOCK_CLASS = 1885823856;
 @Injectable()
 export class NameEventLocks {
   constructor(
-    private readonly sessions: DatabaseSessionsService,
+    @InjectDataSource() private readonly dataSource: AppDataSource,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {}
 
@@ -91,7 +92,7 @@ export class NameEventLocks {
    * is done, the lock is released if it took it (at most once).
    */
   private withPublishLock<T>(work: (lockPublish: () => Promise<void>) => Promise<T>): Promise<T> {
-    return this.sessions.run(async () => {
+    return this.dataSource.runSession(async () => {
       let locked = false;
       try {
         return await work(async () => {
@@ -115,6 +116,6 @@ export class NameEventLocks {
   private async unlockPublish(): Promise<void> {
     await this.txHost.tx
       .query('SELECT pg_advisory_unlock($1)', [PUBLISH_LOCK_KEY])
-      .catch(() => this.sessions.close());
+      .catch(() => this.dataSource.closeSession());
   }
 }
