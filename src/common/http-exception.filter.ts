@@ -196,16 +196,12 @@ function parserMessage(error: unknown): string | undefined {
 
 function messageOf(response: string | object, fallback: string, code: number): string {
   if (typeof response === 'string') return response;
-  // An HttpException of 5xx may carry an internal detail: only say what the contract says.
-  const hidden = code >= 500 && code !== (HttpStatus.SERVICE_UNAVAILABLE as number);
-  return stringMessage(response) ?? (hidden ? INTERNAL_ERROR_MESSAGE : fallback);
-}
-
-function stringMessage(response: object): string | undefined {
-  const message = (response as { message?: unknown }).message;
+  const { message } = response as { message?: unknown };
   if (typeof message === 'string') return message;
   if (Array.isArray(message)) return message.join('; ');
-  return undefined;
+  // An HttpException of 5xx may carry an internal detail: only say what the contract says.
+  const hidden = code >= 500 && code !== (HttpStatus.SERVICE_UNAVAILABLE as number);
+  return hidden ? INTERNAL_ERROR_MESSAGE : fallback;
 }
 
 function statusOf(exception: unknown): number | undefined {
