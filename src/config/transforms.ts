@@ -6,7 +6,7 @@ import { IsInt, IsOptional, Max, Min } from 'class-validator';
  * Only a plain decimal becomes a number: "12abc" or "1e3" stay strings and fail @IsInt, so the
  * message shows what was given.
  */
-export const ToInteger = () =>
+const ToInteger = () =>
   Transform(({ value }: { value: unknown }) =>
     typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value,
   );

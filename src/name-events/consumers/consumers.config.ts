@@ -1,24 +1,15 @@
-import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { defineConfig, Variable } from '../../config/config-section.js';
-import { ToInteger } from '../../config/transforms.js';
+import { IsIntegerBetween } from '../../config/transforms.js';
 
 export class ConsumerVariables {
   @Variable(
     "how often a consumer of the event log (webhooks…) looks for events stored by another instance (this instance's own wake it at once)",
   )
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(50)
-  @Max(60_000)
+  @IsIntegerBetween(50, 60_000)
   CONSUMER_POLL_MS: number = 500;
 
   @Variable("a consumer's lease in Redis: how soon another instance takes over a dead one's")
-  @IsOptional()
-  @ToInteger()
-  @IsInt()
-  @Min(1_000)
-  @Max(600_000)
+  @IsIntegerBetween(1_000, 600_000)
   CONSUMER_LEASE_MS: number = 15_000;
 }
 
