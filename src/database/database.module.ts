@@ -13,7 +13,6 @@ import { OWNED_BY_MODULES } from '../config/configuration.module.js';
 import { Owns, type Owned } from '../config/owns.decorator.js';
 import { AppDataSource } from './app-data-source.js';
 import { databaseConfig } from './database.config.js';
-import { DatabaseHealthIndicator } from './database.health.js';
 import { PostgresNotificationsService } from './postgres-notifications.service.js';
 import { postgresOptions, type PostgresConnectionOptions } from './postgres-options.js';
 
@@ -71,8 +70,8 @@ type DataSourceOptions = PostgresConnectionOptions &
       }),
     ]),
   ],
-  providers: [DatabaseHealthIndicator, PostgresNotificationsService],
-  exports: [DatabaseHealthIndicator, PostgresNotificationsService],
+  providers: [PostgresNotificationsService],
+  exports: [PostgresNotificationsService],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@InjectDataSource() private readonly dataSource: AppDataSource) {}

@@ -1,6 +1,5 @@
 /** What the database folder offers the others: nothing else of it is theirs to import. */
 export type { AppDataSource } from './app-data-source.js';
-export { DatabaseHealthIndicator } from './database.health.js';
 export { DatabaseModule } from './database.module.js';
 export { StorageUnavailableError, textArray } from './database.types.js';
 export { PostgresNotificationsService } from './postgres-notifications.service.js';
