@@ -10,30 +10,6 @@ export interface LiveInstance {
   ageMs: number;
 }
 
-/**
- * The instances that run the detector, as they announce themselves: each heartbeat says
- * how many shards this instance holds and answers with every instance alive (its own entry included).
- * An entry not renewed within its ttl is gone: the instance died.
- */
-export interface DetectorInstances {
-  heartbeat(token: string, held: number, ttlMs: number): Promise<LiveInstance[]>;
-  /** Leaves at once (shutdown): the others count without it from their next heartbeat. */
-  leave(token: string): Promise<void>;
-}
-
-/** The only instance (the embedded default, no Redis). */
-export class LocalDetectorInstances implements DetectorInstances {
-  private readonly startedAt = Date.now();
-
-  heartbeat(token: string, held: number): Promise<LiveInstance[]> {
-    return Promise.resolve([{ token, held, ageMs: Date.now() - this.startedAt }]);
-  }
-
-  leave(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-
 // One hash: field token → "<expires at> <joined at> <held>", times from Redis's
 // clock (no skew between instances). Expired entries are removed as they are read.
 const HEARTBEAT = `local t = redis.call('time')
@@ -56,15 +32,23 @@ for i = 1, #all, 2 do
 end
 return live`;
 
-/** In Redis: one hash of the deployment's live detector instances. */
-export class RedisDetectorInstances implements DetectorInstances {
+/**
+ * The instances that run the detector, as they announce themselves: each heartbeat says
+ * how many shards this instance holds and answers with every instance alive (its own entry included).
+ * An entry not renewed within its ttl is gone: the instance died. In Redis, one hash of the
+ * deployment's live detector instances; without it, this is the only instance.
+ */
+export class DetectorInstances {
+  private readonly startedAt = Date.now();
+
   constructor(
-    private readonly redis: RedisClient,
+    private readonly redis?: RedisClient,
     /** `{<prefix>:detector}:instances`: the detector's keys share one hash slot. */
-    private readonly key: string,
+    private readonly key = '',
   ) {}
 
   async heartbeat(token: string, held: number, ttlMs: number): Promise<LiveInstance[]> {
+    if (!this.redis) return [{ token, held, ageMs: Date.now() - this.startedAt }];
     // Commands fail at once while the connection is not ready (no offline queue).
     if (this.redis.status !== 'ready') await withTimeout(once(this.redis, 'ready'), ttlMs);
     const reply = (await this.redis.eval(HEARTBEAT, 1, this.key, token, ttlMs, held)) as [
@@ -80,7 +64,8 @@ export class RedisDetectorInstances implements DetectorInstances {
     return live;
   }
 
+  /** Leaves at once (shutdown): the others count without it from their next heartbeat. */
   async leave(token: string): Promise<void> {
-    await this.redis.hdel(this.key, token);
+    await this.redis?.hdel(this.key, token);
   }
 }

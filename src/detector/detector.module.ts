@@ -2,10 +2,9 @@ import { Module } from '@nestjs/common';
 import { Owns } from '../config/owns.decorator.js';
 import { DatabaseModule } from '../database/index.js';
 import { NameEventsModule } from '../name-events/index.js';
-import { RedisConnections, RedisModule } from '../redis/index.js';
+import { RedisModule } from '../redis/index.js';
 import { Clock } from './clock.js';
 import { discordConfig } from './detector.config.js';
-import { DETECTOR_COORDINATION, detectorCoordination } from './detector-coordination.js';
 import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, detectorSettings } from './detector.settings.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
@@ -31,11 +30,6 @@ import { DetectorMetrics } from './detector.metrics.js';
   providers: [
     DetectorMetrics,
     { provide: DETECTOR_SETTINGS, inject: [discordConfig.KEY], useFactory: detectorSettings },
-    {
-      provide: DETECTOR_COORDINATION,
-      inject: [RedisConnections, DETECTOR_SETTINGS],
-      useFactory: detectorCoordination,
-    },
     Clock,
     ShardProgressRepository,
     DetectorOutbox,

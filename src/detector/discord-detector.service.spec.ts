@@ -14,9 +14,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { DetectorMetrics } from './detector.metrics.js';
 import { Clock } from './clock.js';
 import { LocalLeases } from '../redis/leases.js';
-import { LocalDetectorInstances } from './detector-instances.js';
-import { MemorySessionStore } from './discord-gateway.js';
-import { LocalIdentifyGate } from './identify-gate.js';
+import type { RedisConnections } from '../redis/index.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import { detectorSettings, type DetectorSettings } from './detector.settings.js';
 import { DiscordDetectorService } from './discord-detector.service.js';
@@ -101,12 +99,8 @@ describe('DiscordDetectorService', () => {
     service = new DiscordDetectorService(
       settings,
       new LocalLeases(),
-      {
-        token: 'the-instance',
-        instances: new LocalDetectorInstances(),
-        identify: new LocalIdentifyGate(),
-        sessions: new MemorySessionStore(),
-      },
+      // No Redis: the detector's instances, identify limits and sessions in memory.
+      { enabled: false, slotKey: () => '{test:detector}' } as unknown as RedisConnections,
       new NameChangeDetector(new Clock(), asOutbox, new DetectorMetrics(new MetricsService())),
       new MemberListRequester(settings, asOutbox),
       asOutbox,

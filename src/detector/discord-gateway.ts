@@ -3,31 +3,14 @@ import { GatewayIntentBits, type APIGatewayBotInfo, type GatewaySendPayload } fr
 import type { DetectorSettings } from './detector.settings.js';
 import { fetchGatewayBot } from './gateway-bot.js';
 import { LocalIdentifyGate, type IdentifyGate } from './identify-gate.js';
-import {
-  ShardConnection,
-  type SessionStore,
-  type ShardEvents,
-  type StoredSession,
-} from './shard-connection.js';
+import { SessionStore } from './session-store.js';
+import { ShardConnection, type ShardEvents } from './shard-connection.js';
 
 /** `Guilds` (the servers, with their members) and `GuildMembers` (privileged: member updates and requests). */
 export const DETECTOR_INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMembers;
 
 type DispatchListener = ShardEvents['dispatch'];
 type ShardListener = (shardId: number) => void;
-
-/** Sessions in this process only. */
-export class MemorySessionStore implements SessionStore {
-  private readonly sessions = new Map<number, StoredSession>();
-  load(shardId: number): Promise<StoredSession | null> {
-    return Promise.resolve(this.sessions.get(shardId) ?? null);
-  }
-  save(shardId: number, session: StoredSession | null): Promise<void> {
-    if (session) this.sessions.set(shardId, session);
-    else this.sessions.delete(shardId);
-    return Promise.resolve();
-  }
-}
 
 /** DISCORD_TOKEN, DISCORD_API_URL, DISCORD_GATEWAY_URL, DETECTOR_SHARD_COUNT (unset: Discord's count). */
 type GatewayLogin = Pick<DetectorSettings, 'apiUrl' | 'gatewayUrl' | 'shardCount'> & {
@@ -54,7 +37,7 @@ export class DiscordGateway {
     private readonly events: Omit<ShardEvents, 'dispatch'>,
     /** Shared by every login of the instance (and across instances when it is Redis). */
     private readonly identify: IdentifyGate = new LocalIdentifyGate(),
-    private readonly sessions: SessionStore = new MemorySessionStore(),
+    private readonly sessions: SessionStore = new SessionStore(),
   ) {}
 
   /** GET /gateway/bot; rejects as `fetchGatewayBot` does. */

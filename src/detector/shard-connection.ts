@@ -11,17 +11,11 @@ import {
   type GatewaySendPayload,
 } from 'discord.js';
 import type { IdentifyGate } from './identify-gate.js';
+import type { SessionStore } from './session-store.js';
 import { StoredSequence } from './stored-sequence.js';
 
 /** A shard's session as kept between connections, with the bot's user id (a RESUME has no READY). */
 export type StoredSession = SessionInfo & { botUserId?: string };
-
-/** Where a shard's session (id, sequence, resume URL) is kept between connections. */
-export interface SessionStore {
-  /** The shard's session, now this instance's: a save by an earlier holder is refused from now on. */
-  load(shardId: number): Promise<StoredSession | null>;
-  save(shardId: number, session: StoredSession | null): Promise<void>;
-}
 
 /**
  * Called by a dispatch's handler that finishes it later (its members compared and stored):

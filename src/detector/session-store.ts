@@ -1,5 +1,5 @@
 import type { RedisClient } from '../redis/index.js';
-import type { SessionStore, StoredSession } from './shard-connection.js';
+import type { StoredSession } from './shard-connection.js';
 
 /** Long past any session Discord still resumes: only so that keys do not pile up. */
 const SESSION_TTL_MS = 86_400_000;
@@ -20,21 +20,27 @@ end
 return 1`;
 
 /**
- * The shards' sessions in Redis (`{<prefix>:detector}:session:<shard>`), so that the next
+ * Where a shard's session (id, sequence, resume URL) is kept between connections: in this
+ * process only, or in Redis (`{<prefix>:detector}:session:<shard>`), so that the next
  * holder of a shard, on any instance, resumes its session: Discord replays what it missed
  * and no identify is spent. Only the instance that loaded a shard's session last may save
  * it: one that lost the shard's lease cannot write an older sequence over the new holder's.
  */
-export class RedisSessionStore implements SessionStore {
+export class SessionStore {
+  /** Without Redis. */
+  private readonly sessions = new Map<number, StoredSession>();
+
   constructor(
-    private readonly redis: RedisClient,
+    private readonly redis?: RedisClient,
     /** `{<prefix>:detector}`: the hash tag of the detector's keys. */
-    private readonly keyBase: string,
+    private readonly keyBase = '',
     /** This instance. */
-    private readonly owner: string,
+    private readonly owner = '',
   ) {}
 
+  /** The shard's session, now this instance's: a save by an earlier holder is refused from now on. */
   async load(shardId: number): Promise<StoredSession | null> {
+    if (!this.redis) return this.sessions.get(shardId) ?? null;
     const json = (await this.redis.eval(
       LOAD,
       1,
@@ -46,6 +52,11 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async save(shardId: number, session: StoredSession | null): Promise<void> {
+    if (!this.redis) {
+      if (session) this.sessions.set(shardId, session);
+      else this.sessions.delete(shardId);
+      return;
+    }
     await this.redis.eval(
       SAVE,
       1,
