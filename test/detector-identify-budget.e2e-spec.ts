@@ -1,8 +1,12 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { APIGatewaySessionStartLimit } from 'discord.js';
 import { Redis } from 'ioredis';
-import { DAY_MS, LocalIdentifyGate, type Turn } from '../src/detector/identify-gate.js';
-import { RedisIdentifyGate } from '../src/detector/redis-identify-gate.js';
+import {
+  DAY_MS,
+  LocalIdentifyGate,
+  RedisIdentifyGate,
+  type Turn,
+} from '../src/detector/identify-gate.js';
 import { uniqueRedisPrefix } from './support/app.js';
 import { REDIS_URL } from './support/environment.js';
 import { waitFor } from './support/ports.js';

@@ -16,10 +16,9 @@ import { DetectorOutbox } from './detector-outbox.js';
 import { DETECTOR_SETTINGS, type DetectorSettings } from './detector.settings.js';
 import { DiscordGateway } from './discord-gateway.js';
 import { TokenRefusedError } from './gateway-bot.js';
-import { LocalIdentifyGate, type IdentifyGate } from './identify-gate.js';
+import { LocalIdentifyGate, RedisIdentifyGate, type IdentifyGate } from './identify-gate.js';
 import { MemberListRequester } from './member-list-requester.js';
 import { NameChangeDetector } from './name-change-detector.js';
-import { RedisIdentifyGate } from './redis-identify-gate.js';
 import { SessionStore } from './session-store.js';
 import { planShards } from './shard-plan.js';
 
