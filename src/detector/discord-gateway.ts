@@ -1,13 +1,25 @@
 import { DefaultWebSocketManagerOptions, type FetchingStrategyOptions } from '@discordjs/ws';
 import { GatewayIntentBits, type APIGatewayBotInfo, type GatewaySendPayload } from 'discord.js';
 import type { DetectorSettings } from './detector.settings.js';
-import { fetchGatewayBot } from './gateway-bot.js';
 import { LocalIdentifyGate, type IdentifyGate } from './identify-gate.js';
 import { SessionStore } from './session-store.js';
 import { ShardConnection, type ShardEvents } from './shard-connection.js';
 
 /** `Guilds` (the servers, with their members) and `GuildMembers` (privileged: member updates and requests). */
 export const DETECTOR_INTENTS = GatewayIntentBits.Guilds | GatewayIntentBits.GuildMembers;
+
+/** Discord's REST API when DISCORD_API_URL is unset. */
+const DEFAULT_API_URL = 'https://discord.com/api';
+const API_VERSION = '10';
+const REQUEST_TIMEOUT_MS = 15_000;
+
+/** Discord answered GET /gateway/bot with 401: the token is not a bot's (an operator must act). */
+export class TokenRefusedError extends Error {
+  constructor() {
+    super('Discord refused the login: DISCORD_TOKEN is not a valid bot token');
+    this.name = 'TokenRefusedError';
+  }
+}
 
 type DispatchListener = ShardEvents['dispatch'];
 type ShardListener = (shardId: number) => void;
@@ -21,7 +33,7 @@ type GatewayLogin = Pick<DetectorSettings, 'apiUrl' | 'gatewayUrl' | 'shardCount
  * The gateway connections of this instance, one per shard it runs, and what they say:
  * raw dispatches, nothing cached (no servers, members, users, presences or messages). The
  * detector reads members from the dispatches and compares them with the last known names in
- * the database, so memory does not grow with the members watched. `login` asks Discord
+ * the database, so memory does not grow with the members watched. `connectInfo` asks Discord
  * where the gateway is and how many shards there are; then shards are started and stopped
  * one by one.
  */
@@ -40,9 +52,25 @@ export class DiscordGateway {
     private readonly sessions: SessionStore = new SessionStore(),
   ) {}
 
-  /** GET /gateway/bot; rejects as `fetchGatewayBot` does. */
+  /**
+   * GET /gateway/bot: where the gateway is (DISCORD_GATEWAY_URL replaces it: a gateway proxy,
+   * or a test double), the shard count Discord recommends, and the session start limit
+   * (`max_concurrency`, and the identifies left today). Called once per login of the
+   * instance: the only REST call the detector makes.
+   */
   async connectInfo(): Promise<APIGatewayBotInfo> {
-    const info = await fetchGatewayBot(this.login.token, this.login.apiUrl, this.login.gatewayUrl);
+    const { token, apiUrl, gatewayUrl } = this.login;
+    const response = await fetch(`${apiUrl ?? DEFAULT_API_URL}/v${API_VERSION}/gateway/bot`, {
+      headers: { Authorization: `Bot ${token}` },
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    }).catch((error: unknown) => {
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new Error(cause?.code ?? cause?.message ?? (error as Error).message);
+    });
+    if (response.status === 401) throw new TokenRefusedError();
+    if (!response.ok) throw new Error(`GET /gateway/bot answered ${response.status}`);
+    const body = (await response.json()) as APIGatewayBotInfo;
+    const info = gatewayUrl ? { ...body, url: gatewayUrl } : body;
     await this.identify.configure(info.session_start_limit);
     this.info = info;
     this.shardTotal = this.login.shardCount ?? info.shards;
