@@ -42,7 +42,8 @@ const HELP = `Usage: node bench/run.mjs [options]
   --soak-minutes N        soak length per target (default 10; 0.5 with --quick)
   --only SIDE[,SIDE]      run these sides only: service, baseline (res.write),
                           baseline-socket (socket writes), baseline-nest (the
-                          smallest Nest @Sse() route, fan-out paced only), nchan
+                          smallest Nest @Sse() and @Get() routes, fan-out paced and
+                          history only), nchan
   --target-cmd "CMD"      how to start the service (default "node dist/main.js"); a command
                           starting with "node" gets the memory/event-loop probe loaded
   --baseline-cmd "CMD"    how to start both baselines (default "node bench/baseline/server.mjs",

@@ -10,7 +10,9 @@
 //   nest    the smallest NestJS `@Sse()` handler (nest's sample/28-sse): every listener's
 //           Observable maps the shared stream of events, one message object per event, and
 //           Nest's own writer frames and writes it, with its `maxPendingDataLength` as the
-//           bound. The framework's floor: what any `@Sse()` route costs per delivery.
+//           bound. The framework's floor: what any `@Sse()` route costs per delivery. The
+//           history reads too go through Nest then: the smallest `@Get()` route, one query
+//           per read, its answer by `res.json`, the floor of a read on Nest and Express.
 //
 // Env: PORT (3000), DATABASE_URL, REDIS_URL, REDIS_CHANNEL (bench:baseline:events),
 //      SSE_KEEPALIVE_MS (15000), SSE_BUFFER_LIMIT_BYTES (1 MiB), DATABASE_POOL_SIZE (10),
@@ -100,8 +102,8 @@ const KEEPALIVE_CHUNK = chunk(KEEPALIVE_FRAME);
  * per listener. A listener that stopped reading is cut off.
  */
 function broadcast(frame, encodedChunk = WRITE_MODE === 'socket' ? chunk(frame) : null) {
-  if (nestSse) {
-    nestSse.next(frame);
+  if (nest) {
+    nest.next(frame);
     return;
   }
   for (const res of listeners) {
@@ -161,8 +163,8 @@ function listen(req, res) {
         return;
       }
       listeners.add(res);
-      if (nestSse) {
-        nestSse.handle(req, res);
+      if (nest) {
+        nest.handle(req, res);
         return;
       }
       req.socket.setTimeout(0);
@@ -177,9 +179,9 @@ function listen(req, res) {
   );
 }
 
-/** With BASELINE_WRITE=nest: a Nest application holding only the `@Sse()` route. */
-async function startNestSse() {
-  const { Controller, Module, Sse } = await import('@nestjs/common');
+/** With BASELINE_WRITE=nest: a Nest application holding only the `@Sse()` and history routes. */
+async function startNest() {
+  const { Controller, Get, Module, Param, Sse } = await import('@nestjs/common');
   const { NestFactory } = await import('@nestjs/core');
   const { Subject, map, share } = await import('rxjs');
   const frames = new Subject();
@@ -205,13 +207,28 @@ async function startNestSse() {
     Object.getOwnPropertyDescriptor(ListenController.prototype, 'listen'),
   );
   Controller('api/webhooks/prevnames')(ListenController);
+  class HistoryController {
+    async history(userId) {
+      const { rows } = await pool.query({ ...HISTORY_QUERY, values: [userId] });
+      return { userId, prevnames: rows, code: 200 };
+    }
+  }
+  Get(':userId/prevnames')(
+    HistoryController.prototype,
+    'history',
+    Object.getOwnPropertyDescriptor(HistoryController.prototype, 'history'),
+  );
+  Param('userId')(HistoryController.prototype, 'history', 0);
+  Controller('api/users')(HistoryController);
   class AppModule {}
-  Module({ controllers: [ListenController] })(AppModule);
+  Module({ controllers: [ListenController, HistoryController] })(AppModule);
   const app = await NestFactory.create(AppModule, { logger: ['error'] });
+  // As the service has it: no ETag hashed for answers that are never revalidated.
+  app.getHttpAdapter().getInstance().set('etag', false);
   await app.init();
   return { handle: app.getHttpAdapter().getInstance(), next: (frame) => frames.next(frame) };
 }
-const nestSse = WRITE_MODE === 'nest' ? await startNestSse() : null;
+const nest = WRITE_MODE === 'nest' ? await startNest() : null;
 
 // --- publish ----------------------------------------------------------------------------
 
@@ -349,6 +366,10 @@ const server = http.createServer((req, res) => {
   const path = q === -1 ? req.url : req.url.slice(0, q);
   if (req.method === 'GET') {
     const match = HISTORY_PATH.exec(path);
+    if (match && nest) {
+      nest.handle(req, res);
+      return;
+    }
     if (match) {
       getHistory(res, match[1]);
       return;

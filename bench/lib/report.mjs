@@ -19,8 +19,8 @@ export const SIDES = [
   },
   {
     name: 'baseline-nest',
-    label: 'Baseline (Nest @Sse)',
-    ratioLabel: 'Service ÷ Nest @Sse',
+    label: 'Baseline (Nest)',
+    ratioLabel: 'Service ÷ Nest',
   },
   { name: 'nchan', label: 'nchan', ratioLabel: 'Service ÷ nchan' },
 ];

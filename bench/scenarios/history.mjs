@@ -9,6 +9,8 @@ export const history = {
   name: 'history',
   // A short scenario whose figures swing with the machine: the median of three rounds.
   rounds: 3,
+  // baseline-nest: the same read as the smallest Nest `@Get()` route, the framework's floor.
+  sides: ['service', 'baseline', 'baseline-nest'],
   title: (p) =>
     `History: ${n(p.events)} events over ${n(p.users)} users, ${p.connections} connections, ${p.durationMs / 1000} s`,
   size: (q) =>
