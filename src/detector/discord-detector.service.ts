@@ -319,22 +319,17 @@ function loginFailure(error: unknown): ClientFailure {
   return { refused: false, message: `Discord login failed: ${(error as Error).message}` };
 }
 
+/** Close codes after which retrying soon cannot help: what the operator is told. */
+const REFUSED_CLOSES: Partial<Record<number, string>> = {
+  [GatewayCloseCodes.AuthenticationFailed]: 'DISCORD_TOKEN is not a valid bot token',
+  [GatewayCloseCodes.DisallowedIntents]: `the bot may not use the Server Members intent; ${INTENT_HELP}`,
+};
+
 function closeFailure(code: number, shardId: number): ClientFailure {
-  switch (code as GatewayCloseCodes) {
-    case GatewayCloseCodes.AuthenticationFailed:
-      return {
-        refused: true,
-        message: 'Discord closed the gateway: DISCORD_TOKEN is not a valid bot token',
-      };
-    case GatewayCloseCodes.DisallowedIntents:
-      return {
-        refused: true,
-        message: `Discord closed the gateway: the bot may not use the Server Members intent; ${INTENT_HELP}`,
-      };
-    default:
-      return {
-        refused: false,
-        message: `Discord closed the gateway connection of shard ${shardId} for good (code ${code}, ${GatewayCloseCodes[code] ?? 'unknown'})`,
-      };
-  }
+  const refused = REFUSED_CLOSES[code];
+  if (refused) return { refused: true, message: `Discord closed the gateway: ${refused}` };
+  return {
+    refused: false,
+    message: `Discord closed the gateway connection of shard ${shardId} for good (code ${code}, ${GatewayCloseCodes[code] ?? 'unknown'})`,
+  };
 }
