@@ -256,37 +256,31 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
   /** Tries the shards not held here, from a place of its own, until `count` are taken. */
   private async takeFree(gateway: DiscordGateway, count: number): Promise<void> {
     const total = gateway.shardCount;
+    const { leaseMs } = this.settings;
     const offset = Math.floor(Math.random() * total);
     let taken = 0;
     for (let i = 0; i < total && taken < count && this.gateway === gateway; i++) {
       const shardId = (offset + i) % total;
       if (this.held.has(shardId)) continue;
-      const attempt = await this.leases.tryAcquire(
-        `detector-shard:${shardId}`,
-        this.settings.leaseMs,
-      );
-      if (!attempt.lease) continue;
+      const { lease } = await this.leases.tryAcquire(`detector-shard:${shardId}`, leaseMs);
+      if (!lease) continue;
       if (this.gateway !== gateway) {
-        await attempt.lease.release();
+        await lease.release();
         return;
       }
       taken += 1;
-      this.hold(gateway, shardId, attempt.lease);
+      this.hold(gateway, shardId, lease);
     }
   }
 
   private hold(gateway: DiscordGateway, shardId: number, lease: Lease): void {
     this.held.set(shardId, lease);
     this.metrics.detectorShardsHeld.set(this.held.size);
-    lease.signal.addEventListener(
-      'abort',
-      () => {
-        this.logger.warn(`Lost the lease of shard ${shardId}: stopping it`);
-        // Closed resumable: the next holder may resume; its session is not written over.
-        void this.letGo(gateway, shardId, lease, 'lost', true);
-      },
-      { once: true },
-    );
+    lease.signal.onabort = () => {
+      this.logger.warn(`Lost the lease of shard ${shardId}: stopping it`);
+      // Closed resumable: the next holder may resume; its session is not written over.
+      void this.letGo(gateway, shardId, lease, 'lost', true);
+    };
     this.logger.log(`Running shard ${shardId} of ${gateway.shardCount}`);
     void gateway.startShard(shardId).catch((error: Error) => {
       // Its lease goes back, for this instance or another to try again at a next heartbeat.

@@ -84,10 +84,7 @@ export class DiscordGateway {
 
   /** The bot's user id, once a shard has had a READY (or loaded a stored session). */
   get botUserId(): string | undefined {
-    for (const connection of this.connections.values()) {
-      if (connection.botUserId) return connection.botUserId;
-    }
-    return undefined;
+    return [...this.connections.values()].find((connection) => connection.botUserId)?.botUserId;
   }
 
   /** The shards this instance runs now. */
