@@ -131,8 +131,7 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
         closed: (code, shardId, forGood) => {
           if (forGood) void this.fail(gateway, closeFailure(code, shardId));
         },
-        identified: () => this.metrics.detectorSessionStarts.inc({ kind: 'identify' }),
-        resumed: () => this.metrics.detectorSessionStarts.inc({ kind: 'resume' }),
+        started: (kind) => this.metrics.detectorSessionStarts.inc({ kind }),
         warn: (message) => this.logger.warn(message),
       },
       this.identify,

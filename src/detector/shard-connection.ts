@@ -36,8 +36,8 @@ export interface ShardEvents {
   dispatch(packet: GatewayDispatchPayload, shardId: number, context: DispatchContext): void;
   /** Closed by the gateway with `code`; `forGood` when @discordjs/ws does not reconnect. */
   closed(code: number, shardId: number, forGood: boolean): void;
-  resumed(shardId: number): void;
-  identified(shardId: number): void;
+  /** A session started: a new one (identify) or a resumed one (resume). */
+  started(kind: 'identify' | 'resume'): void;
   warn(message: string): void;
 }
 
@@ -101,9 +101,9 @@ export class ShardConnection implements IContextFetchingStrategy {
         .catch((error: Error) =>
           events.warn(`Could not hold shard ${shardId}'s identify window: ${error.message}`),
         );
-      events.identified(shardId);
+      events.started('identify');
     });
-    this.shard.on(WebSocketShardEvents.Resumed, () => events.resumed(shardId));
+    this.shard.on(WebSocketShardEvents.Resumed, () => events.started('resume'));
     this.shard.on(WebSocketShardEvents.Closed, ({ code }) =>
       events.closed(code, shardId, CLOSED_FOR_GOOD.has(code)),
     );
