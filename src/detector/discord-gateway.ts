@@ -146,6 +146,6 @@ export class DiscordGateway {
   send(shardId: number, payload: GatewaySendPayload): Promise<void> {
     const connection = this.connections.get(shardId);
     if (!connection) return Promise.reject(new Error(`Shard ${shardId} is not connected here`));
-    return connection.send(payload);
+    return connection.shard.send(payload);
   }
 }

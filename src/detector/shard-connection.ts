@@ -5,11 +5,7 @@ import {
   type IContextFetchingStrategy,
   type SessionInfo,
 } from '@discordjs/ws';
-import {
-  GatewayDispatchEvents,
-  type GatewayDispatchPayload,
-  type GatewaySendPayload,
-} from 'discord.js';
+import { GatewayDispatchEvents, type GatewayDispatchPayload } from 'discord.js';
 import type { IdentifyGate } from './identify-gate.js';
 import type { SessionStore } from './session-store.js';
 import { StoredSequence } from './stored-sequence.js';
@@ -59,7 +55,8 @@ const SAVE_EVERY_MS = 250;
  * connection; a session Discord invalidates is identified anew.
  */
 export class ShardConnection implements IContextFetchingStrategy {
-  private readonly shard: WebSocketShard;
+  /** @discordjs/ws's connection: sent on as it is. */
+  readonly shard: WebSocketShard;
   /** The session as the shard last saw it: read on every heartbeat and dispatch. */
   private session: SessionInfo | null = null;
   /** Set while closing for a handover: the session outlives the connection. */
@@ -137,10 +134,6 @@ export class ShardConnection implements IContextFetchingStrategy {
     this.saveTimer = undefined;
     await this.saving;
     if (resumable && this.session) await this.sessions.save(this.shardId, this.toStore());
-  }
-
-  send(payload: GatewaySendPayload): Promise<void> {
-    return this.shard.send(payload);
   }
 
   retrieveSessionInfo(): SessionInfo | null {
