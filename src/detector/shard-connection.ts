@@ -144,9 +144,8 @@ export class ShardConnection implements IContextFetchingStrategy {
   async updateSessionInfo(_shardId: number, session: SessionInfo | null): Promise<void> {
     // @discordjs/ws forgets the session on every close it does not reconnect from.
     if (!session && this.keepSession) return;
-    if (session && session.sessionId !== this.session?.sessionId) {
+    if (session && session.sessionId !== this.session?.sessionId)
       this.sequence.reset(session.sequence);
-    }
     this.session = session;
     if (!session) {
       clearTimeout(this.saveTimer);
