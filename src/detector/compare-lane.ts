@@ -1,24 +1,10 @@
-import { setTimeout as delay } from 'node:timers/promises';
-import { BusUnavailableError } from '../bus/index.js';
 import { Fifo } from '../common/fifo.js';
-import type { PublishOutcome } from '../name-events/index.js';
+import { compareBatch, type Batch, type QueuedObservation } from './compare-batch.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import type { MemberObservation } from './member-observation.js';
-import { compareWithKnown, observedMembers, type Comparison } from './name-change-rules.js';
 import type { ReconciliationRun } from './reconciliation-run.js';
 
 export type Counts = { live: number; reconciling: number };
-type Batch = { live: boolean; batch: QueuedObservation[] };
-
-export interface QueuedObservation {
-  observation: MemberObservation;
-  /** Told once it is compared (or dropped): counts down the observations of its dispatch. */
-  settle: () => void;
-  /** Set for a member of a full view. */
-  run?: ReconciliationRun;
-  /** Moved to the live queue, ahead of a live update of the same user: skip it here. */
-  promoted?: boolean;
-}
 
 /**
  * The observations of some user partitions (`userPartitionOf`), compared with the known names
@@ -156,13 +142,11 @@ export class CompareLane {
   private async compareAll(): Promise<void> {
     while (!this.stopping.signal.aborted) {
       const next = this.take() ?? (await new Promise<Batch | undefined>((r) => (this.wake = r)));
-      // Every failure that can be expected is retried within: anything else costs the batch.
       if (!next) continue;
-      await this.compareAndPublish(next).catch((error: unknown) =>
-        this.outbox.logger.error(
-          `Name change detection stopped: ${(error as Error).stack ?? String(error)}`,
-        ),
-      );
+      // Stopped first (or failed unexpectedly): it stays counted as in flight.
+      if (await compareBatch(this.outbox, this.partitions, next, this.stopping.signal)) {
+        this.inFlight = { live: 0, reconciling: 0 };
+      }
     }
   }
 
@@ -179,7 +163,10 @@ export class CompareLane {
       const item = this.reconciling.shift()!;
       if (item.promoted) continue;
       this.reconcilingCount -= 1;
-      this.takenOne(item.observation.userId);
+      const { userId } = item.observation;
+      const left = (this.waitingByUser.get(userId) ?? 0) - 1;
+      if (left > 0) this.waitingByUser.set(userId, left);
+      else this.waitingByUser.delete(userId);
       batch.push(item);
     }
     this.notifyRoom();
@@ -206,115 +193,8 @@ export class CompareLane {
     }
   }
 
-  private takenOne(userId: string): void {
-    const left = (this.waitingByUser.get(userId) ?? 0) - 1;
-    if (left > 0) this.waitingByUser.set(userId, left);
-    else this.waitingByUser.delete(userId);
-  }
-
   private notifyRoom(): void {
     this.roomMade.resolve();
     this.roomMade = Promise.withResolvers<void>();
   }
-
-  /**
-   * One batch, until it succeeds; when the lane stops first, it stays counted as in flight.
-   * A batch of the live queue is the only one whose observations have a place in a gateway
-   * session (full views have none).
-   */
-  private async compareAndPublish({ live, batch }: Batch): Promise<void> {
-    const { nameEvents, knownNames, progress, settings, metrics, logger } = this.outbox;
-    const observations = batch.map((item) => item.observation);
-    // Set once a comparison has committed but its broadcast failed: only the broadcast is left.
-    let committed: Comparison | undefined;
-    let failures = 0;
-    while (!this.stopping.signal.aborted) {
-      let comparison: Comparison | undefined;
-      try {
-        const outcomes = await nameEvents.publishDetected(this.partitions, async () => {
-          // Users who opted out are neither compared nor remembered: checked on every attempt,
-          // under the partition lock of each user, which an opt-out of that user takes too.
-          const optedOut = await nameEvents.refusedAmong(observations.map((o) => o.userId));
-          if (committed) {
-            committed = withoutUsers(committed, optedOut);
-            return committed.changes.map(withoutSource);
-          }
-          const known = await knownNames.findOfMembers(observedMembers(observations));
-          const stored = live ? await progress.storedAmong(observations) : undefined;
-          comparison = withoutUsers(compareWithKnown(observations, known, stored), optedOut);
-          await knownNames.saveMany(comparison.updates, known);
-          if (live) await progress.save(observations);
-          return comparison.changes.map(withoutSource);
-        });
-        this.report(batch, (committed ?? comparison)!, outcomes);
-        this.inFlight = { live: 0, reconciling: 0 };
-        for (const item of batch) item.settle();
-        return;
-      } catch (error) {
-        if (error instanceof BusUnavailableError && comparison) committed = comparison;
-        failures += 1;
-        metrics.detectorPublishFailures.inc();
-        const wait = Math.min(
-          settings.publishRetryMs * 2 ** (failures - 1),
-          settings.publishRetryMaxMs,
-        );
-        logger.warn(
-          `Could not ${committed ? 'broadcast the name changes found in' : 'compare and publish'} ` +
-            `${batch.length} gateway observation(s) (attempt ${failures}; next in ${wait} ms): ` +
-            `${(error as Error).name}: ${(error as Error).message}` +
-            (committed ? `: ${committed.changes.map(show).join(', ')}` : ''),
-        );
-        await delay(wait, undefined, { signal: this.stopping.signal }).catch(() => undefined);
-      }
-    }
-  }
-
-  private report(
-    batch: QueuedObservation[],
-    comparison: Comparison,
-    outcomes: PublishOutcome[],
-  ): void {
-    const { metrics, logger } = this.outbox;
-    comparison.changes.forEach((change, i) => {
-      const { event, created, receivers } = outcomes[i];
-      const run = batch[change.source].run;
-      if (run) run.changes += 1;
-      logger.log(
-        `Recorded a ${change.type} change of user ${change.userId} as event ${event.id}` +
-          `${run ? ' (found by reconciliation)' : ''}${created ? '' : ' (stored already)'}; ` +
-          (receivers === 0
-            ? 'no listener connected'
-            : `sent to ${receivers} instance(s) with listeners`),
-      );
-    });
-    for (const { userId, type } of comparison.unrecordable) {
-      logger.warn(`Ignored a ${type} change of user ${userId}: the old name cannot be stored`);
-    }
-    const reconciled = batch.filter((item) => item.run).length;
-    const found = comparison.changes.filter((change) => batch[change.source].run).length;
-    const { detectorMembersCompared: compared, detectorChanges: changes } = metrics;
-    compared.inc({ source: 'reconciliation' }, reconciled);
-    compared.inc({ source: 'live' }, batch.length - reconciled);
-    changes.inc({ source: 'reconciliation' }, found);
-    changes.inc({ source: 'live' }, comparison.changes.length - found);
-  }
-}
-
-function withoutSource({ source: _, ...change }: Comparison['changes'][number]) {
-  return change;
-}
-
-function show(change: Comparison['changes'][number]): string {
-  const { userId, type, name, changedAt } = change;
-  return JSON.stringify({ userId, type, name, changedAt: changedAt.toISOString() });
-}
-
-/** The comparison without what concerns `userIds` (users who opted out). */
-function withoutUsers(comparison: Comparison, userIds: ReadonlySet<string>): Comparison {
-  if (userIds.size === 0) return comparison;
-  return {
-    ...comparison,
-    changes: comparison.changes.filter((change) => !userIds.has(change.userId)),
-    updates: comparison.updates.filter((update) => !userIds.has(update.userId)),
-  };
 }

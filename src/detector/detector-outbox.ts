@@ -77,7 +77,7 @@ export class DetectorOutbox {
    * `done` is called once they are all compared and their changes stored (or dropped past
    * the bounds, for the next full view to find), never when shutdown comes first.
    */
-  observeLive(observations: readonly MemberObservation[], done: () => void = noop): void {
+  observeLive(observations: readonly MemberObservation[], done = () => {}): void {
     if (this.refuse(observations.length)) return;
     const settle = countdown(observations.length, done);
     for (const [lane, part] of this.byLane(observations)) lane.pushLive(part, settle);
@@ -96,7 +96,7 @@ export class DetectorOutbox {
   observeFullView(
     observations: readonly MemberObservation[],
     run: ReconciliationRun,
-    done: () => void = noop,
+    done = () => {},
   ): void {
     if (this.refuse(observations.length)) return;
     const settle = countdown(observations.length, run.track(done));
@@ -150,5 +150,3 @@ function countdown(left: number, done: () => void): () => void {
     if (--left === 0) done();
   };
 }
-
-function noop(): void {}

@@ -131,8 +131,7 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
         closed: (code, shardId, forGood) => {
           if (forGood) void this.fail(gateway, closeFailure(code, shardId));
         },
-        identified: () => this.metrics.detectorSessionStarts.inc({ kind: 'identify' }),
-        resumed: () => this.metrics.detectorSessionStarts.inc({ kind: 'resume' }),
+        started: (kind) => this.metrics.detectorSessionStarts.inc({ kind }),
         warn: (message) => this.logger.warn(message),
       },
       this.identify,
@@ -256,37 +255,31 @@ export class DiscordDetectorService implements OnApplicationBootstrap, OnModuleD
   /** Tries the shards not held here, from a place of its own, until `count` are taken. */
   private async takeFree(gateway: DiscordGateway, count: number): Promise<void> {
     const total = gateway.shardCount;
+    const { leaseMs } = this.settings;
     const offset = Math.floor(Math.random() * total);
     let taken = 0;
     for (let i = 0; i < total && taken < count && this.gateway === gateway; i++) {
       const shardId = (offset + i) % total;
       if (this.held.has(shardId)) continue;
-      const attempt = await this.leases.tryAcquire(
-        `detector-shard:${shardId}`,
-        this.settings.leaseMs,
-      );
-      if (!attempt.lease) continue;
+      const { lease } = await this.leases.tryAcquire(`detector-shard:${shardId}`, leaseMs);
+      if (!lease) continue;
       if (this.gateway !== gateway) {
-        await attempt.lease.release();
+        await lease.release();
         return;
       }
       taken += 1;
-      this.hold(gateway, shardId, attempt.lease);
+      this.hold(gateway, shardId, lease);
     }
   }
 
   private hold(gateway: DiscordGateway, shardId: number, lease: Lease): void {
     this.held.set(shardId, lease);
     this.metrics.detectorShardsHeld.set(this.held.size);
-    lease.signal.addEventListener(
-      'abort',
-      () => {
-        this.logger.warn(`Lost the lease of shard ${shardId}: stopping it`);
-        // Closed resumable: the next holder may resume; its session is not written over.
-        void this.letGo(gateway, shardId, lease, 'lost', true);
-      },
-      { once: true },
-    );
+    lease.signal.onabort = () => {
+      this.logger.warn(`Lost the lease of shard ${shardId}: stopping it`);
+      // Closed resumable: the next holder may resume; its session is not written over.
+      void this.letGo(gateway, shardId, lease, 'lost', true);
+    };
     this.logger.log(`Running shard ${shardId} of ${gateway.shardCount}`);
     void gateway.startShard(shardId).catch((error: Error) => {
       // Its lease goes back, for this instance or another to try again at a next heartbeat.
@@ -319,22 +312,17 @@ function loginFailure(error: unknown): ClientFailure {
   return { refused: false, message: `Discord login failed: ${(error as Error).message}` };
 }
 
+/** Close codes after which retrying soon cannot help: what the operator is told. */
+const REFUSED_CLOSES: Partial<Record<number, string>> = {
+  [GatewayCloseCodes.AuthenticationFailed]: 'DISCORD_TOKEN is not a valid bot token',
+  [GatewayCloseCodes.DisallowedIntents]: `the bot may not use the Server Members intent; ${INTENT_HELP}`,
+};
+
 function closeFailure(code: number, shardId: number): ClientFailure {
-  switch (code as GatewayCloseCodes) {
-    case GatewayCloseCodes.AuthenticationFailed:
-      return {
-        refused: true,
-        message: 'Discord closed the gateway: DISCORD_TOKEN is not a valid bot token',
-      };
-    case GatewayCloseCodes.DisallowedIntents:
-      return {
-        refused: true,
-        message: `Discord closed the gateway: the bot may not use the Server Members intent; ${INTENT_HELP}`,
-      };
-    default:
-      return {
-        refused: false,
-        message: `Discord closed the gateway connection of shard ${shardId} for good (code ${code}, ${GatewayCloseCodes[code] ?? 'unknown'})`,
-      };
-  }
+  const refused = REFUSED_CLOSES[code];
+  if (refused) return { refused: true, message: `Discord closed the gateway: ${refused}` };
+  return {
+    refused: false,
+    message: `Discord closed the gateway connection of shard ${shardId} for good (code ${code}, ${GatewayCloseCodes[code] ?? 'unknown'})`,
+  };
 }

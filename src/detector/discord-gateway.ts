@@ -84,10 +84,7 @@ export class DiscordGateway {
 
   /** The bot's user id, once a shard has had a READY (or loaded a stored session). */
   get botUserId(): string | undefined {
-    for (const connection of this.connections.values()) {
-      if (connection.botUserId) return connection.botUserId;
-    }
-    return undefined;
+    return [...this.connections.values()].find((connection) => connection.botUserId)?.botUserId;
   }
 
   /** The shards this instance runs now. */
@@ -149,6 +146,6 @@ export class DiscordGateway {
   send(shardId: number, payload: GatewaySendPayload): Promise<void> {
     const connection = this.connections.get(shardId);
     if (!connection) return Promise.reject(new Error(`Shard ${shardId} is not connected here`));
-    return connection.send(payload);
+    return connection.shard.send(payload);
   }
 }

@@ -44,7 +44,7 @@ describe('IdentifyGate', () => {
     discord = await FakeDiscord.start({ guilds: [] });
     gateway = new DiscordGateway(
       { token: TEST_DISCORD_TOKEN, apiUrl: discord.apiUrl, gatewayUrl: undefined, shardCount: 1 },
-      { closed: () => {}, identified: () => {}, resumed: () => {}, warn: () => {} },
+      { closed: () => {}, started: () => {}, warn: () => {} },
       new FailingGate(2),
     );
     await gateway.connectInfo();

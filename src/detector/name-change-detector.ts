@@ -83,8 +83,6 @@ export class NameChangeDetector {
           this.outbox.observeLive(observations, hold());
           break;
         }
-        default:
-          break;
       }
     } catch (error) {
       this.logger.error(`Name change detection failed: ${(error as Error).stack ?? String(error)}`);
@@ -92,7 +90,7 @@ export class NameChangeDetector {
   }
 
   private guildCreate(d: GatewayGuildCreateDispatchData, hold: Hold): void {
-    if ((d as { unavailable?: boolean }).unavailable) return;
+    if (d.unavailable) return;
     const members = d.members ?? [];
     const expectingMore = members.length < d.member_count;
     const run = this.newRun(d.id, expectingMore);
@@ -104,12 +102,9 @@ export class NameChangeDetector {
     const run = this.runs.get(d.guild_id) ?? this.newRun(d.guild_id, true);
     this.outbox.observeFullView(this.observe(d.guild_id, d.members), run, hold());
     const request = d.nonce ?? d.guild_id;
-    const seen = this.chunksSeen.get(request) ?? new Set<number>();
-    seen.add(d.chunk_index);
-    if (seen.size < d.chunk_count) {
-      this.chunksSeen.set(request, seen);
-      return;
-    }
+    const seen = (this.chunksSeen.get(request) ?? new Set<number>()).add(d.chunk_index);
+    this.chunksSeen.set(request, seen);
+    if (seen.size < d.chunk_count) return;
     this.chunksSeen.delete(request);
     run.complete();
   }
@@ -135,11 +130,8 @@ export class NameChangeDetector {
   ): MemberObservation[] {
     const at = this.clock.now();
     const bot = this.gateway?.botUserId;
-    const observations: MemberObservation[] = [];
-    for (const member of members) {
-      const observation = observeMember(guildId, member, at);
-      if (observation && observation.userId !== bot) observations.push(observation);
-    }
-    return observations;
+    return members
+      .map((member) => observeMember(guildId, member, at))
+      .filter((o): o is MemberObservation => o !== undefined && o.userId !== bot);
   }
 }

@@ -5,11 +5,7 @@ import {
   type IContextFetchingStrategy,
   type SessionInfo,
 } from '@discordjs/ws';
-import {
-  GatewayDispatchEvents,
-  type GatewayDispatchPayload,
-  type GatewaySendPayload,
-} from 'discord.js';
+import { GatewayDispatchEvents, type GatewayDispatchPayload } from 'discord.js';
 import type { IdentifyGate } from './identify-gate.js';
 import type { SessionStore } from './session-store.js';
 import { StoredSequence } from './stored-sequence.js';
@@ -36,8 +32,8 @@ export interface ShardEvents {
   dispatch(packet: GatewayDispatchPayload, shardId: number, context: DispatchContext): void;
   /** Closed by the gateway with `code`; `forGood` when @discordjs/ws does not reconnect. */
   closed(code: number, shardId: number, forGood: boolean): void;
-  resumed(shardId: number): void;
-  identified(shardId: number): void;
+  /** A session started: a new one (identify) or a resumed one (resume). */
+  started(kind: 'identify' | 'resume'): void;
   warn(message: string): void;
 }
 
@@ -59,7 +55,8 @@ const SAVE_EVERY_MS = 250;
  * connection; a session Discord invalidates is identified anew.
  */
 export class ShardConnection implements IContextFetchingStrategy {
-  private readonly shard: WebSocketShard;
+  /** @discordjs/ws's connection: sent on as it is. */
+  readonly shard: WebSocketShard;
   /** The session as the shard last saw it: read on every heartbeat and dispatch. */
   private session: SessionInfo | null = null;
   /** Set while closing for a handover: the session outlives the connection. */
@@ -101,9 +98,9 @@ export class ShardConnection implements IContextFetchingStrategy {
         .catch((error: Error) =>
           events.warn(`Could not hold shard ${shardId}'s identify window: ${error.message}`),
         );
-      events.identified(shardId);
+      events.started('identify');
     });
-    this.shard.on(WebSocketShardEvents.Resumed, () => events.resumed(shardId));
+    this.shard.on(WebSocketShardEvents.Resumed, () => events.started('resume'));
     this.shard.on(WebSocketShardEvents.Closed, ({ code }) =>
       events.closed(code, shardId, CLOSED_FOR_GOOD.has(code)),
     );
@@ -139,10 +136,6 @@ export class ShardConnection implements IContextFetchingStrategy {
     if (resumable && this.session) await this.sessions.save(this.shardId, this.toStore());
   }
 
-  send(payload: GatewaySendPayload): Promise<void> {
-    return this.shard.send(payload);
-  }
-
   retrieveSessionInfo(): SessionInfo | null {
     return this.session;
   }
@@ -151,9 +144,8 @@ export class ShardConnection implements IContextFetchingStrategy {
   async updateSessionInfo(_shardId: number, session: SessionInfo | null): Promise<void> {
     // @discordjs/ws forgets the session on every close it does not reconnect from.
     if (!session && this.keepSession) return;
-    if (session && session.sessionId !== this.session?.sessionId) {
+    if (session && session.sessionId !== this.session?.sessionId)
       this.sequence.reset(session.sequence);
-    }
     this.session = session;
     if (!session) {
       clearTimeout(this.saveTimer);

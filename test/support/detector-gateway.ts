@@ -22,8 +22,7 @@ export function testGateway(discord: FakeDiscord) {
     },
     {
       closed: (code, shardId, forGood) => reports.closed.push({ code, shardId, forGood }),
-      identified: () => undefined,
-      resumed: () => undefined,
+      started: () => undefined,
       warn: (message) => reports.warnings.push(message),
     },
   );
