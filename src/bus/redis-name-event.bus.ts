@@ -6,12 +6,7 @@ import { withTimeout } from '../common/with-timeout.js';
 import type { BusMetrics } from './bus.metrics.js';
 import type { StoredNameEvent } from '../name-events/index.js';
 import type { RedisConnections } from '../redis/index.js';
-import {
-  BusSubscription,
-  BusUnavailableError,
-  NameEventBus,
-  NameEventDelivery,
-} from './name-event-bus.js';
+import { BusSubscription, BusUnavailableError, NameEventBus } from './name-event-bus.js';
 
 /** What travels on the channel: the stored event and when its publish started. */
 type BusMessage = StoredNameEvent & { publishedAt: number };
@@ -38,7 +33,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
   /** The connection that holds the subscription (the sharded bus's: only while subscribed). */
   protected subscriber?: Redis;
   /** The deliveries of the current subscription; undefined while unsubscribed. */
-  private live?: Subject<NameEventDelivery>;
+  private live?: Subject<StoredNameEvent>;
   private holders = 0;
   /** Subscribe and unsubscribe, one at a time. */
   private readonly serially = pLimit(1);
@@ -176,7 +171,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
     }
     const { publishedAt, ...event } = parsed;
     this.metrics.publishToDelivery.observe(Math.max(0, Date.now() - publishedAt) / 1000);
-    this.live.next({ event, publishedAt });
+    this.live.next(event);
   }
 
   /** The subscription died: whoever was listening may have missed events. */
@@ -188,7 +183,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
     live?.error(new BusUnavailableError(reason));
   }
 
-  private hold(live: Subject<NameEventDelivery>): BusSubscription {
+  private hold(live: Subject<StoredNameEvent>): BusSubscription {
     this.holders++;
     let held = true;
     return {
