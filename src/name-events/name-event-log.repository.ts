@@ -5,7 +5,10 @@ import { PUBLISH_LOCK_KEY } from './name-event-locks.js';
 import type { NameType, NewNameEvent, StoredNameEvent } from './name-event.types.js';
 
 // Postgres formats the timestamp itself, in the contract's form, so rows need no Date round trip.
+// Unqualified: `changed_at` is the column of whatever the statement reads (the events, a CTE of them).
 export const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+// A stored time exactly, to the microsecond Postgres keeps: where a page of history or search ends.
+export const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 const STORED_COLUMNS = `id::text AS id, user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt"`;
 
