@@ -31,7 +31,7 @@ import { EventsMetrics } from './events.metrics.js';
 import {
   ListenerOverflowError,
   NameEventStreamsService,
-  type OpenedStream,
+  type NameEventStream,
   type StoredNameEvent,
   type StreamPacing,
 } from '../name-events/index.js';
@@ -145,7 +145,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
       if (reserved) this.opening--;
       reserved = false;
     };
-    let opened: OpenedStream;
+    let opened: NameEventStream;
     try {
       opened = await this.nameEvents.openStream({
         userId: options.userId,
@@ -193,7 +193,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
   }
 
   /** One listener's stream, once Nest subscribes. */
-  private listen(req: Request, opened: OpenedStream, options: ListenOptions) {
+  private listen(req: Request, opened: NameEventStream, options: ListenOptions) {
     // The id the client keeps: where its stream starts, or where it resumes from. Never
     // unset, or Nest would number the message itself; '' where the start is unknown, which is
     // what an EventSource holds before its first event anyway.

@@ -2,7 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { PUBLISH_LOCK_KEY } from './name-event-locks.js';
-import type { NameType, NewNameEvent, StoredNameEvent } from './name-event.types.js';
+import type { NameType, NewNameEvent, StoredNameEvent, StoredOutcome } from './name-event.types.js';
 
 // Postgres formats the timestamp itself, in the contract's form, so rows need no Date round trip.
 // Unqualified: `changed_at` is the column of whatever the statement reads (the events, a CTE of them).
@@ -16,12 +16,6 @@ const STORED_COLUMNS = `id::text AS id, user_id AS "userId", type, name, ${UTC_I
 function keyOf(event: { userId: string; type: string; name: string; changedAt: Date | string }) {
   const at = typeof event.changedAt === 'string' ? event.changedAt : event.changedAt.toISOString();
   return JSON.stringify([event.userId, event.type, event.name, at]);
-}
-
-/** A stored event, and whether this call stored it (false: the same four fields already were). */
-export interface StoredOutcome {
-  event: StoredNameEvent;
-  created: boolean;
 }
 
 /** Which events a reader wants: one user's, one type's (null: any). */

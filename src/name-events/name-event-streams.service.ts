@@ -5,8 +5,6 @@ import { NameEventsMetrics } from './name-events.metrics.js';
 import { NameEventLogRepository } from './name-event-log.repository.js';
 import { NameEventStream } from './name-event-stream.js';
 
-export { ListenerOverflowError, type StreamPacing } from './name-event-stream.js';
-
 /** How long a new stream waits for its starting id before it opens without one. */
 const START_ID_TIMEOUT_MS = 2_000;
 /** Events in one page of a replay: what a listener holds of it at most. */
