@@ -1,11 +1,9 @@
 import {
   BeforeApplicationShutdown,
-  HttpStatus,
   Injectable,
   InternalServerErrorException,
   Logger,
   MessageEvent,
-  ServiceUnavailableException,
 } from '@nestjs/common';
 import type { Request } from 'express';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -23,7 +21,6 @@ import {
   of,
   share,
 } from 'rxjs';
-import { RetryLaterException } from '../common/http-exception.filter.js';
 import { requestIdOf } from '../common/logger.js';
 import { StorageUnavailableError } from '../database/index.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
@@ -37,14 +34,10 @@ import {
 } from '../name-events/index.js';
 import { EventFrames, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
-import { ListenerAddresses } from './listener-addresses.js';
+import { ListenerAdmission } from './listener-admission.js';
 import { ListenerBuffer, ListenerStalledError, type Frame } from './listener-buffer.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
-export const TOO_MANY_LISTENERS_MESSAGE = 'Too many listeners on this instance';
-export const TOO_MANY_FROM_ADDRESS_MESSAGE = 'Too many listeners from this client address';
-/** The Retry-After of the 429 past the per-address cap, in seconds. */
-const ADDRESS_RETRY_AFTER_S = 10;
 
 /** At shutdown, streams end in waves over this window, so their clients do not all reconnect at once. */
 const HANDOVER_WINDOW_MS = 500;
@@ -86,10 +79,8 @@ export class EventStreamService implements BeforeApplicationShutdown {
    */
   private readonly signals: Observable<Frame | typeof HANDOVER>[];
   private connected = 0;
-  /** Streams being set up: they count against the cap already. */
-  private opening = 0;
-  /** Listeners (connected or being set up) per client address. */
-  private readonly addresses;
+  /** The caps, which streams being set up count against already. */
+  private readonly admission;
   /** Replays' page reads: at most SSE_REPLAY_CONCURRENCY at once; the others wait their turn. */
   private readonly replayPages;
   private opened = 0;
@@ -106,13 +97,13 @@ export class EventStreamService implements BeforeApplicationShutdown {
     );
     this.signals = this.handovers.map((handover$) => merge(keepAlive$, handover$).pipe(share()));
     this.replayPages = pLimit(sse.replayConcurrency);
-    this.addresses = new ListenerAddresses(sse.maxListenersPerAddress);
+    this.admission = new ListenerAdmission(sse.maxListeners, sse.maxListenersPerAddress);
     metrics.onCollect(() => metrics.listeners.set(this.connected));
   }
 
   /** Listeners connected to this instance, or being set up. */
   get listenerCount(): number {
-    return this.connected + this.opening;
+    return this.admission.count;
   }
 
   /**
@@ -128,38 +119,16 @@ export class EventStreamService implements BeforeApplicationShutdown {
     signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
     if (this.closing) return this.handedOver(options);
-    if (this.listenerCount >= this.sse.maxListeners) {
-      throw new ServiceUnavailableException(TOO_MANY_LISTENERS_MESSAGE);
-    }
-    const leave = this.addresses.take(req);
-    if (!leave) {
-      throw new RetryLaterException(
-        TOO_MANY_FROM_ADDRESS_MESSAGE,
-        HttpStatus.TOO_MANY_REQUESTS,
-        ADDRESS_RETRY_AFTER_S,
-      );
-    }
-    this.opening++;
-    let reserved = true;
-    const unreserve = () => {
-      if (reserved) this.opening--;
-      reserved = false;
-    };
+    const leave = this.admission.admit(req);
     let opened: NameEventStream;
     try {
-      opened = await this.nameEvents.openStream({
-        userId: options.userId,
-        lastEventId: options.lastEventId,
-        replayLimit: this.sse.replayLimit,
-      });
+      opened = await this.nameEvents.openStream({ ...options, replayLimit: this.sse.replayLimit });
     } catch (error) {
-      unreserve();
       leave();
       throw new InternalServerErrorException(STREAM_SETUP_FAILED, { cause: error });
     }
     // Nest never subscribes once the client has left: the stream is released either way.
     const abandon = () => {
-      unreserve();
       leave();
       opened.close();
     };
@@ -171,7 +140,6 @@ export class EventStreamService implements BeforeApplicationShutdown {
     return defer(() => {
       // Subscribed: from here the stream's own teardown releases it.
       signal.removeEventListener('abort', abandon);
-      unreserve();
       return this.listen(req, opened, options).pipe(finalize(leave));
     });
   }
@@ -256,18 +224,16 @@ export class EventStreamService implements BeforeApplicationShutdown {
       buffer.deliver,
       finalize(() => {
         this.connected--;
-        if (buffer.slow) this.cutForNotReading();
+        if (buffer.slow) {
+          this.metrics.slowListenersCut.inc();
+          this.logger.warn(
+            `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent, or a replay untaken for ${this.sse.replayStallMs} ms)`,
+          );
+        }
         const durationMs = Date.now() - openedAt;
         const closed = { ...stream, durationMs, events, reason: buffer.slow ? 'slow' : reason };
         this.logger.log({ stream: closed }, 'stream closed');
       }),
-    );
-  }
-
-  private cutForNotReading(): void {
-    this.metrics.slowListenersCut.inc();
-    this.logger.warn(
-      `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent, or a replay untaken for ${this.sse.replayStallMs} ms)`,
     );
   }
 

@@ -28,12 +28,8 @@ import {
   NameChangeEventPayloadDto,
   parseEventId,
 } from './events.dto.js';
-import {
-  EventStreamService,
-  STREAM_SETUP_FAILED,
-  TOO_MANY_FROM_ADDRESS_MESSAGE,
-  TOO_MANY_LISTENERS_MESSAGE,
-} from './event-stream.service.js';
+import { EventStreamService, STREAM_SETUP_FAILED } from './event-stream.service.js';
+import { TOO_MANY_FROM_ADDRESS_MESSAGE, TOO_MANY_LISTENERS_MESSAGE } from './listener-admission.js';
 
 const STREAM_DESCRIPTION = `A Server-Sent Events stream of name change events, live, from every instance.
 
