@@ -32,7 +32,7 @@ import {
   type StoredNameEvent,
   type StreamPacing,
 } from '../name-events/index.js';
-import { EventFrames, KEEP_ALIVE } from './event-frames.js';
+import { frameOf, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
 import { ListenerAdmission } from './listener-admission.js';
 import { ListenerBuffer, ListenerStalledError, type Frame } from './listener-buffer.js';
@@ -62,12 +62,11 @@ export interface ListenOptions {
  * message (where its stream starts, and `retry:`), then its replay and live events from the
  * name-event domain merged with the instance's keep-alive comments and, at shutdown, a
  * hand-over; what waits for it is bounded by its ListenerBuffer. An event is turned into its
- * message once per instance (EventFrames).
+ * message once (frameOf).
  */
 @Injectable()
 export class EventStreamService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('EventStream');
-  private readonly frames = new EventFrames();
   /** The waves of the hand-over at shutdown: each listener ends with its own. */
   private readonly handovers = Array.from(
     { length: HANDOVER_WAVES },
@@ -197,13 +196,13 @@ export class EventStreamService implements BeforeApplicationShutdown {
       if ('message' in item) return item;
       lastId = item.id;
       events++;
-      return this.frames.of(item);
+      return frameOf(item);
     };
     const pacing: StreamPacing = {
       canTake: () => !buffer.backedUp(),
       ready: () => buffer.readyWithin(this.sse.replayStallMs),
       schedule: (read) => this.replayPages(read),
-      sizeOf: (event) => this.frames.of(event).bytes,
+      sizeOf: (event) => frameOf(event).bytes,
       holdLimit: this.sse.bufferLimitBytes,
     };
     return merge(
