@@ -6,6 +6,13 @@ export class BusUnavailableError extends Error {
   override readonly name = 'BusUnavailableError';
 }
 
+/** A rejection handler: the broker's error, rethrown as a BusUnavailableError saying `what` failed. */
+export function unavailable(what: string): (error: Error) => never {
+  return (error) => {
+    throw new BusUnavailableError(`${what}: ${error.message}`);
+  };
+}
+
 /** This instance's subscription, held by one listener: `release()` it when done. */
 export interface BusSubscription {
   /**

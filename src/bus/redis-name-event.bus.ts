@@ -6,7 +6,12 @@ import { withTimeout } from '../common/with-timeout.js';
 import type { BusMetrics } from './bus.metrics.js';
 import type { StoredNameEvent } from '../name-events/index.js';
 import type { RedisConnections } from '../redis/index.js';
-import { BusSubscription, BusUnavailableError, NameEventBus } from './name-event-bus.js';
+import {
+  BusSubscription,
+  BusUnavailableError,
+  NameEventBus,
+  unavailable,
+} from './name-event-bus.js';
 
 /** What travels on the channel: the stored event and when its publish started. */
 type BusMessage = StoredNameEvent & { publishedAt: number };
@@ -67,11 +72,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
     if (subscriber.status !== 'ready') {
       throw new BusUnavailableError(`Redis subscriber not ready (${subscriber.status})`);
     }
-    try {
-      await subscriber.subscribe(this.channel);
-    } catch (error) {
-      throw new BusUnavailableError(`Redis subscribe failed: ${(error as Error).message}`);
-    }
+    await subscriber.subscribe(this.channel).catch(unavailable('Redis subscribe failed'));
   }
 
   /** Ends the subscription (best effort: it is no longer wanted). */
@@ -102,12 +103,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
       const message: BusMessage = { ...event, publishedAt };
       pipeline[this.command](this.channel, JSON.stringify(message));
     }
-    let results: [Error | null, unknown][] | null;
-    try {
-      results = await pipeline.exec();
-    } catch (error) {
-      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
-    }
+    const results = await pipeline.exec().catch(unavailable('Redis publish failed'));
     if (!results) throw new BusUnavailableError('Redis publish failed: no reply');
     const failed = results.find(([error]) => error);
     if (failed) throw new BusUnavailableError(`Redis publish failed: ${failed[0]!.message}`);
@@ -144,11 +140,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
    * reply comes after every message it had already queued for this subscriber.
    */
   async flush(): Promise<void> {
-    try {
-      await this.subscriber?.ping();
-    } catch (error) {
-      throw new BusUnavailableError(`Redis subscriber did not answer: ${(error as Error).message}`);
-    }
+    await this.subscriber?.ping().catch(unavailable('Redis subscriber did not answer'));
   }
 
   onModuleDestroy(): void {
