@@ -37,8 +37,11 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
   private readonly command: 'publish' | 'spublish';
   /** The connection that holds the subscription (the sharded bus's: only while subscribed). */
   protected subscriber?: Redis;
-  /** The deliveries of the current subscription; undefined while unsubscribed. */
-  private live?: Subject<StoredNameEvent>;
+  /**
+   * The deliveries of the current subscription, while this instance holds one for its
+   * listeners; undefined while unsubscribed.
+   */
+  protected live?: Subject<StoredNameEvent>;
   private holders = 0;
   /** Subscribe and unsubscribe, one at a time. */
   private readonly serially = pLimit(1);
@@ -145,11 +148,6 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
 
   onModuleDestroy(): void {
     this.stopHeartbeat();
-  }
-
-  /** True while this instance holds a subscription for its listeners. */
-  protected get subscribed(): boolean {
-    return this.live !== undefined;
   }
 
   protected onMessage(message: string): void {

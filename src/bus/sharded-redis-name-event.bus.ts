@@ -125,7 +125,7 @@ export class ShardedRedisNameEventBus extends RedisNameEventBus {
 
   /** This instance listens (for the next LISTENING_TTL_MS). */
   private async announce(): Promise<void> {
-    if (!this.subscribed && !this.subscriber) return;
+    if (!this.live && !this.subscriber) return;
     await this.publisher.eval(ANNOUNCE, 1, this.listening, LISTENING_TTL_MS, this.token);
   }
 
