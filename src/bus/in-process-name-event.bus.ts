@@ -1,16 +1,16 @@
 import { Subject } from 'rxjs';
 import type { StoredNameEvent } from '../name-events/index.js';
-import { BusSubscription, NameEventBus, NameEventDelivery } from './name-event-bus.js';
+import { BusSubscription, NameEventBus } from './name-event-bus.js';
 
 /** The bus of a single instance (no Redis): delivery is a function call. */
 export class InProcessNameEventBus extends NameEventBus {
   readonly kind = 'in-process';
-  private readonly deliveries = new Subject<NameEventDelivery>();
+  private readonly deliveries = new Subject<StoredNameEvent>();
   private holders = 0;
 
-  publish(events: readonly StoredNameEvent[], publishedAt: number): Promise<number[]> {
+  publish(events: readonly StoredNameEvent[]): Promise<number[]> {
     const receivers = this.holders > 0 ? 1 : 0;
-    if (receivers) for (const event of events) this.deliveries.next({ event, publishedAt });
+    if (receivers) for (const event of events) this.deliveries.next(event);
     return Promise.resolve(events.map(() => receivers));
   }
 

@@ -1,16 +1,16 @@
 import type { Observable } from 'rxjs';
 import type { StoredNameEvent } from '../name-events/index.js';
 
-/** An event as the bus delivers it to an instance. */
-export interface NameEventDelivery {
-  event: StoredNameEvent;
-  /** When its publish started (epoch ms, the publishing instance's clock). */
-  publishedAt: number;
-}
-
 /** The bus could not be reached. */
 export class BusUnavailableError extends Error {
   override readonly name = 'BusUnavailableError';
+}
+
+/** A rejection handler: the broker's error, rethrown as a BusUnavailableError saying `what` failed. */
+export function unavailable(what: string): (error: Error) => never {
+  return (error) => {
+    throw new BusUnavailableError(`${what}: ${error.message}`);
+  };
 }
 
 /** This instance's subscription, held by one listener: `release()` it when done. */
@@ -20,7 +20,7 @@ export interface BusSubscription {
    * shared by all of this instance's holders. Errors with BusUnavailableError when live
    * delivery broke (events may have been missed).
    */
-  readonly deliveries$: Observable<NameEventDelivery>;
+  readonly deliveries$: Observable<StoredNameEvent>;
   release(): void;
 }
 

@@ -10,7 +10,7 @@ import {
   BusSubscription,
   BusUnavailableError,
   NameEventBus,
-  NameEventDelivery,
+  unavailable,
 } from './name-event-bus.js';
 
 /** What travels on the channel: the stored event and when its publish started. */
@@ -37,8 +37,11 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
   private readonly command: 'publish' | 'spublish';
   /** The connection that holds the subscription (the sharded bus's: only while subscribed). */
   protected subscriber?: Redis;
-  /** The deliveries of the current subscription; undefined while unsubscribed. */
-  private live?: Subject<NameEventDelivery>;
+  /**
+   * The deliveries of the current subscription, while this instance holds one for its
+   * listeners; undefined while unsubscribed.
+   */
+  protected live?: Subject<StoredNameEvent>;
   private holders = 0;
   /** Subscribe and unsubscribe, one at a time. */
   private readonly serially = pLimit(1);
@@ -72,11 +75,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
     if (subscriber.status !== 'ready') {
       throw new BusUnavailableError(`Redis subscriber not ready (${subscriber.status})`);
     }
-    try {
-      await subscriber.subscribe(this.channel);
-    } catch (error) {
-      throw new BusUnavailableError(`Redis subscribe failed: ${(error as Error).message}`);
-    }
+    await subscriber.subscribe(this.channel).catch(unavailable('Redis subscribe failed'));
   }
 
   /** Ends the subscription (best effort: it is no longer wanted). */
@@ -107,12 +106,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
       const message: BusMessage = { ...event, publishedAt };
       pipeline[this.command](this.channel, JSON.stringify(message));
     }
-    let results: [Error | null, unknown][] | null;
-    try {
-      results = await pipeline.exec();
-    } catch (error) {
-      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
-    }
+    const results = await pipeline.exec().catch(unavailable('Redis publish failed'));
     if (!results) throw new BusUnavailableError('Redis publish failed: no reply');
     const failed = results.find(([error]) => error);
     if (failed) throw new BusUnavailableError(`Redis publish failed: ${failed[0]!.message}`);
@@ -149,20 +143,11 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
    * reply comes after every message it had already queued for this subscriber.
    */
   async flush(): Promise<void> {
-    try {
-      await this.subscriber?.ping();
-    } catch (error) {
-      throw new BusUnavailableError(`Redis subscriber did not answer: ${(error as Error).message}`);
-    }
+    await this.subscriber?.ping().catch(unavailable('Redis subscriber did not answer'));
   }
 
   onModuleDestroy(): void {
     this.stopHeartbeat();
-  }
-
-  /** True while this instance holds a subscription for its listeners. */
-  protected get subscribed(): boolean {
-    return this.live !== undefined;
   }
 
   protected onMessage(message: string): void {
@@ -176,7 +161,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
     }
     const { publishedAt, ...event } = parsed;
     this.metrics.publishToDelivery.observe(Math.max(0, Date.now() - publishedAt) / 1000);
-    this.live.next({ event, publishedAt });
+    this.live.next(event);
   }
 
   /** The subscription died: whoever was listening may have missed events. */
@@ -188,7 +173,7 @@ export class RedisNameEventBus extends NameEventBus implements OnModuleInit, OnM
     live?.error(new BusUnavailableError(reason));
   }
 
-  private hold(live: Subject<NameEventDelivery>): BusSubscription {
+  private hold(live: Subject<StoredNameEvent>): BusSubscription {
     this.holders++;
     let held = true;
     return {

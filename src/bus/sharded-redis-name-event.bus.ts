@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { withTimeout } from '../common/with-timeout.js';
 import type { StoredNameEvent } from '../name-events/index.js';
-import { BusUnavailableError } from './name-event-bus.js';
+import { BusUnavailableError, unavailable } from './name-event-bus.js';
 import { ready, RedisNameEventBus } from './redis-name-event.bus.js';
 
 /**
@@ -125,16 +125,13 @@ export class ShardedRedisNameEventBus extends RedisNameEventBus {
 
   /** This instance listens (for the next LISTENING_TTL_MS). */
   private async announce(): Promise<void> {
-    if (!this.subscribed && !this.subscriber) return;
+    if (!this.live && !this.subscriber) return;
     await this.publisher.eval(ANNOUNCE, 1, this.listening, LISTENING_TTL_MS, this.token);
   }
 
   private async listeningInstances(): Promise<number> {
-    try {
-      return (await this.publisher.eval(LISTENING, 1, this.listening)) as number;
-    } catch (error) {
-      throw new BusUnavailableError(`Redis publish failed: ${(error as Error).message}`);
-    }
+    const listening = this.publisher.eval(LISTENING, 1, this.listening);
+    return (await listening.catch(unavailable('Redis publish failed'))) as number;
   }
 
   private lose(connection: Redis, reason: string): void {

@@ -55,14 +55,12 @@ export class CursorSignerService {
 
   /** The key, read once; a failed read is forgotten, so the next use tries again. */
   private secret(): Promise<Buffer> {
-    if (this.key) return this.key;
     // On the data source, outside any transaction: the read serves every caller to come.
-    const key = this.load();
-    this.key = key;
-    key.catch(() => {
-      if (this.key === key) this.key = undefined;
+    this.key ??= this.load().catch((error: unknown) => {
+      this.key = undefined;
+      throw error;
     });
-    return key;
+    return this.key;
   }
 
   private async load(): Promise<Buffer> {

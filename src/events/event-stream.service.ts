@@ -1,11 +1,9 @@
 import {
   BeforeApplicationShutdown,
-  HttpStatus,
   Injectable,
   InternalServerErrorException,
   Logger,
   MessageEvent,
-  ServiceUnavailableException,
 } from '@nestjs/common';
 import type { Request } from 'express';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -23,7 +21,6 @@ import {
   of,
   share,
 } from 'rxjs';
-import { RetryLaterException } from '../common/http-exception.filter.js';
 import { requestIdOf } from '../common/logger.js';
 import { StorageUnavailableError } from '../database/index.js';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
@@ -31,20 +28,16 @@ import { EventsMetrics } from './events.metrics.js';
 import {
   ListenerOverflowError,
   NameEventStreamsService,
-  type OpenedStream,
+  type NameEventStream,
   type StoredNameEvent,
   type StreamPacing,
 } from '../name-events/index.js';
-import { EventFrames, KEEP_ALIVE } from './event-frames.js';
+import { frameOf, KEEP_ALIVE } from './event-frames.js';
 import { sseConfig } from './events.config.js';
-import { ListenerAddresses } from './listener-addresses.js';
+import { ListenerAdmission } from './listener-admission.js';
 import { ListenerBuffer, ListenerStalledError, type Frame } from './listener-buffer.js';
 
 export const STREAM_SETUP_FAILED = 'Error establishing the event stream connection';
-export const TOO_MANY_LISTENERS_MESSAGE = 'Too many listeners on this instance';
-export const TOO_MANY_FROM_ADDRESS_MESSAGE = 'Too many listeners from this client address';
-/** The Retry-After of the 429 past the per-address cap, in seconds. */
-const ADDRESS_RETRY_AFTER_S = 10;
 
 /** At shutdown, streams end in waves over this window, so their clients do not all reconnect at once. */
 const HANDOVER_WINDOW_MS = 500;
@@ -69,12 +62,11 @@ export interface ListenOptions {
  * message (where its stream starts, and `retry:`), then its replay and live events from the
  * name-event domain merged with the instance's keep-alive comments and, at shutdown, a
  * hand-over; what waits for it is bounded by its ListenerBuffer. An event is turned into its
- * message once per instance (EventFrames).
+ * message once (frameOf).
  */
 @Injectable()
 export class EventStreamService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('EventStream');
-  private readonly frames = new EventFrames();
   /** The waves of the hand-over at shutdown: each listener ends with its own. */
   private readonly handovers = Array.from(
     { length: HANDOVER_WAVES },
@@ -86,10 +78,8 @@ export class EventStreamService implements BeforeApplicationShutdown {
    */
   private readonly signals: Observable<Frame | typeof HANDOVER>[];
   private connected = 0;
-  /** Streams being set up: they count against the cap already. */
-  private opening = 0;
-  /** Listeners (connected or being set up) per client address. */
-  private readonly addresses;
+  /** The caps, which streams being set up count against already. */
+  private readonly admission;
   /** Replays' page reads: at most SSE_REPLAY_CONCURRENCY at once; the others wait their turn. */
   private readonly replayPages;
   private opened = 0;
@@ -106,13 +96,13 @@ export class EventStreamService implements BeforeApplicationShutdown {
     );
     this.signals = this.handovers.map((handover$) => merge(keepAlive$, handover$).pipe(share()));
     this.replayPages = pLimit(sse.replayConcurrency);
-    this.addresses = new ListenerAddresses(sse.maxListenersPerAddress);
+    this.admission = new ListenerAdmission(sse.maxListeners, sse.maxListenersPerAddress);
     metrics.onCollect(() => metrics.listeners.set(this.connected));
   }
 
   /** Listeners connected to this instance, or being set up. */
   get listenerCount(): number {
-    return this.connected + this.opening;
+    return this.admission.count;
   }
 
   /**
@@ -128,38 +118,16 @@ export class EventStreamService implements BeforeApplicationShutdown {
     signal: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
     if (this.closing) return this.handedOver(options);
-    if (this.listenerCount >= this.sse.maxListeners) {
-      throw new ServiceUnavailableException(TOO_MANY_LISTENERS_MESSAGE);
-    }
-    const leave = this.addresses.take(req);
-    if (!leave) {
-      throw new RetryLaterException(
-        TOO_MANY_FROM_ADDRESS_MESSAGE,
-        HttpStatus.TOO_MANY_REQUESTS,
-        ADDRESS_RETRY_AFTER_S,
-      );
-    }
-    this.opening++;
-    let reserved = true;
-    const unreserve = () => {
-      if (reserved) this.opening--;
-      reserved = false;
-    };
-    let opened: OpenedStream;
+    const leave = this.admission.admit(req);
+    let opened: NameEventStream;
     try {
-      opened = await this.nameEvents.openStream({
-        userId: options.userId,
-        lastEventId: options.lastEventId,
-        replayLimit: this.sse.replayLimit,
-      });
+      opened = await this.nameEvents.openStream({ ...options, replayLimit: this.sse.replayLimit });
     } catch (error) {
-      unreserve();
       leave();
       throw new InternalServerErrorException(STREAM_SETUP_FAILED, { cause: error });
     }
     // Nest never subscribes once the client has left: the stream is released either way.
     const abandon = () => {
-      unreserve();
       leave();
       opened.close();
     };
@@ -171,7 +139,6 @@ export class EventStreamService implements BeforeApplicationShutdown {
     return defer(() => {
       // Subscribed: from here the stream's own teardown releases it.
       signal.removeEventListener('abort', abandon);
-      unreserve();
       return this.listen(req, opened, options).pipe(finalize(leave));
     });
   }
@@ -193,7 +160,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
   }
 
   /** One listener's stream, once Nest subscribes. */
-  private listen(req: Request, opened: OpenedStream, options: ListenOptions) {
+  private listen(req: Request, opened: NameEventStream, options: ListenOptions) {
     // The id the client keeps: where its stream starts, or where it resumes from. Never
     // unset, or Nest would number the message itself; '' where the start is unknown, which is
     // what an EventSource holds before its first event anyway.
@@ -229,13 +196,13 @@ export class EventStreamService implements BeforeApplicationShutdown {
       if ('message' in item) return item;
       lastId = item.id;
       events++;
-      return this.frames.of(item);
+      return frameOf(item);
     };
     const pacing: StreamPacing = {
       canTake: () => !buffer.backedUp(),
       ready: () => buffer.readyWithin(this.sse.replayStallMs),
       schedule: (read) => this.replayPages(read),
-      sizeOf: (event) => this.frames.of(event).bytes,
+      sizeOf: (event) => frameOf(event).bytes,
       holdLimit: this.sse.bufferLimitBytes,
     };
     return merge(
@@ -256,18 +223,16 @@ export class EventStreamService implements BeforeApplicationShutdown {
       buffer.deliver,
       finalize(() => {
         this.connected--;
-        if (buffer.slow) this.cutForNotReading();
+        if (buffer.slow) {
+          this.metrics.slowListenersCut.inc();
+          this.logger.warn(
+            `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent, or a replay untaken for ${this.sse.replayStallMs} ms)`,
+          );
+        }
         const durationMs = Date.now() - openedAt;
         const closed = { ...stream, durationMs, events, reason: buffer.slow ? 'slow' : reason };
         this.logger.log({ stream: closed }, 'stream closed');
       }),
-    );
-  }
-
-  private cutForNotReading(): void {
-    this.metrics.slowListenersCut.inc();
-    this.logger.warn(
-      `Disconnected a listener that stopped reading (more than ${this.sse.bufferLimitBytes} bytes unsent, or a replay untaken for ${this.sse.replayStallMs} ms)`,
     );
   }
 

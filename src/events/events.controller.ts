@@ -28,12 +28,8 @@ import {
   NameChangeEventPayloadDto,
   parseEventId,
 } from './events.dto.js';
-import {
-  EventStreamService,
-  STREAM_SETUP_FAILED,
-  TOO_MANY_FROM_ADDRESS_MESSAGE,
-  TOO_MANY_LISTENERS_MESSAGE,
-} from './event-stream.service.js';
+import { EventStreamService, STREAM_SETUP_FAILED } from './event-stream.service.js';
+import { TOO_MANY_FROM_ADDRESS_MESSAGE, TOO_MANY_LISTENERS_MESSAGE } from './listener-admission.js';
 
 const STREAM_DESCRIPTION = `A Server-Sent Events stream of name change events, live, from every instance.
 
@@ -103,17 +99,11 @@ ${STREAM_EXAMPLE}\`\`\``,
   }
 }
 
-function parseLastEventId(
-  header: string | undefined,
-  query: string | undefined,
-): bigint | undefined {
-  if (header !== undefined && header.trim() !== '') {
-    const id = parseEventId(header.trim());
-    if (id === undefined) throw new BadRequestException(`Last-Event-ID ${EVENT_ID_MESSAGE}`);
-    return id;
-  }
-  if (query === undefined) return undefined;
-  const id = parseEventId(query);
-  if (id === undefined) throw new BadRequestException(`lastEventId ${EVENT_ID_MESSAGE}`);
+/** The header when it is not blank (it wins), else the query's `lastEventId`. */
+function parseLastEventId(header = '', query?: string): bigint | undefined {
+  const [name, given] = header.trim() ? ['Last-Event-ID', header.trim()] : ['lastEventId', query];
+  if (given === undefined) return undefined;
+  const id = parseEventId(given);
+  if (id === undefined) throw new BadRequestException(`${name} ${EVENT_ID_MESSAGE}`);
   return id;
 }

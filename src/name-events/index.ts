@@ -11,10 +11,9 @@ export type {
 export { NameChangeEvent } from './name-change-event.entity.js';
 export { NameEventLogRepository } from './name-event-log.repository.js';
 export { NameEventRemovalsService } from './name-event-removals.service.js';
-export { ListenerOverflowError, NameEventStreamsService } from './name-event-streams.service.js';
-export type { StreamPacing } from './name-event-streams.service.js';
-/** A stream, ready to be subscribed once (or closed unsubscribed). */
-export type { NameEventStream as OpenedStream } from './name-event-stream.js';
+export { ListenerOverflowError } from './name-event-stream.js';
+export type { NameEventStream, StreamPacing } from './name-event-stream.js';
+export { NameEventStreamsService } from './name-event-streams.service.js';
 export {
   NAME_TYPES,
   RecordingRefusedError,

@@ -90,10 +90,12 @@ export class KnownNamesRepository {
   async saveMany(values: readonly KnownNameValue[], found: readonly KnownNameKey[]): Promise<void> {
     const storedUsers = new Set(found.filter((k) => k.field === 'username').map((k) => k.userId));
     const storedMembers = new Set(found.filter((k) => k.field === 'nickname').map(memberOf));
-    const [stored, fresh] = partition(usersOf(values), (u) => storedUsers.has(u.userId));
-    const nicknames = values.filter((v) => v.field === 'nickname');
-    const [storedNicknames, freshNicknames] = partition(nicknames, (v) =>
-      storedMembers.has(memberOf(v)),
+    const { stored = [], fresh = [] } = Object.groupBy(usersOf(values), (u) =>
+      storedUsers.has(u.userId) ? 'stored' : 'fresh',
+    );
+    const { stored: storedNicknames = [], fresh: freshNicknames = [] } = Object.groupBy(
+      values.filter((v) => v.field === 'nickname'),
+      (v) => (storedMembers.has(memberOf(v)) ? 'stored' : 'fresh'),
     );
     const iso = isoOf();
     await this.insert('known_users (user_id, username, global_name, seen_at)', [
@@ -206,13 +208,6 @@ function usersOf(values: readonly KnownNameValue[]): UserNames[] {
 
 function memberOf({ userId, guildId }: ObservedMember): string {
   return `${userId}\u0000${guildId}`;
-}
-
-function partition<T>(items: readonly T[], test: (item: T) => boolean): [T[], T[]] {
-  const yes: T[] = [];
-  const no: T[] = [];
-  for (const item of items) (test(item) ? yes : no).push(item);
-  return [yes, no];
 }
 
 /** Dates in ISO form, each formatted once per run of values seen at the same time. */

@@ -2,23 +2,20 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { PUBLISH_LOCK_KEY } from './name-event-locks.js';
-import type { NameType, NewNameEvent, StoredNameEvent } from './name-event.types.js';
+import type { NameType, NewNameEvent, StoredNameEvent, StoredOutcome } from './name-event.types.js';
 
 // Postgres formats the timestamp itself, in the contract's form, so rows need no Date round trip.
+// Unqualified: `changed_at` is the column of whatever the statement reads (the events, a CTE of them).
 export const UTC_ISO = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+// A stored time exactly, to the microsecond Postgres keeps: where a page of history or search ends.
+export const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
-const STORED_COLUMNS = `id::text AS id, user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt"`;
+export const STORED_COLUMNS = `id::text AS id, user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt"`;
 
 /** The identity of an event: the four fields of the unique key, the time in UTC ISO form. */
 function keyOf(event: { userId: string; type: string; name: string; changedAt: Date | string }) {
   const at = typeof event.changedAt === 'string' ? event.changedAt : event.changedAt.toISOString();
   return JSON.stringify([event.userId, event.type, event.name, at]);
-}
-
-/** A stored event, and whether this call stored it (false: the same four fields already were). */
-export interface StoredOutcome {
-  event: StoredNameEvent;
-  created: boolean;
 }
 
 /** Which events a reader wants: one user's, one type's (null: any). */
@@ -38,8 +35,8 @@ export interface HandledEvents {
 /**
  * The event log, name_change_events, in id order: storing, reading after an id, deleting;
  * and, as other modules read it (the domain's read port), where it ends, the events a
- * consumer has handled, how many are left after a position (erased events are not there);
- * and where each consumer of the log is.
+ * consumer has handled, how many are left after a position (erased events are not there).
+ * (Where each consumer is, and its next batch, are ConsumerPositionsRepository's.)
  * (Users' histories are NameHistoryRepository's.) Statements join the caller's transaction
  * or session; a failure of the database is a StorageUnavailableError.
  */
@@ -145,18 +142,6 @@ export class NameEventLogRepository {
     );
   }
 
-  /** The oldest `limit` events stored after `afterId`, oldest first: a consumer's next batch. */
-  findOldestAfterId(afterId: string, limit: number): Promise<StoredNameEvent[]> {
-    return this.txHost.tx.query<StoredNameEvent[]>(
-      `SELECT ${STORED_COLUMNS}
-               FROM name_change_events
-              WHERE id > $1
-              ORDER BY name_change_events.id
-              LIMIT $2`,
-      [afterId, limit],
-    );
-  }
-
   /** Deletes every event of the user; returns how many. */
   async deleteOfUser(userId: string): Promise<number> {
     const [, rowCount] = await this.txHost.tx.query<[unknown, number]>(
@@ -231,70 +216,6 @@ export class NameEventLogRepository {
       ],
     );
     return rows.map((row) => row.count);
-  }
-
-  // Where each consumer of the event log is (name_event_consumers): the id of the last event
-  // it handled.
-
-  /**
-   * The consumer's row, created where it starts when it is new: after the newest stored event
-   * (`now`) or before the first (`start`).
-   */
-  async ensureConsumer(name: string, from: 'now' | 'start'): Promise<void> {
-    await this.txHost.tx.query(
-      `INSERT INTO name_event_consumers (name, position)
-       SELECT $1, CASE WHEN $2 = 'now' THEN coalesce(max(id), 0) ELSE 0 END
-         FROM name_change_events
-       ON CONFLICT (name) DO NOTHING`,
-      [name, from],
-    );
-  }
-
-  /**
-   * The consumer's position (its row created first if it is new), the row locked until the
-   * transaction ends: a holder that lost its lease and is still running waits here, then finds
-   * the position moved on.
-   */
-  async lockConsumerPosition(name: string, from: 'now' | 'start'): Promise<string> {
-    await this.ensureConsumer(name, from);
-    const [row] = await this.txHost.tx.query<{ position: string }[]>(
-      'SELECT position::text AS position FROM name_event_consumers WHERE name = $1 FOR UPDATE',
-      [name],
-    );
-    return row.position;
-  }
-
-  /**
-   * Moves the consumer's position from `from` to `to`; throws when it is
-   * no longer at `from` (another instance moved it: this one lost the lease). Waits for a
-   * transaction that holds the row, then looks again.
-   */
-  async moveConsumer(name: string, from: string, to: string): Promise<void> {
-    const [, rowCount] = await this.txHost.tx.query<[unknown, number]>(
-      `UPDATE name_event_consumers SET position = $3, updated_at = now()
-              WHERE name = $1 AND position = $2`,
-      [name, from, to],
-    );
-    if (rowCount !== 1) {
-      throw new Error(`Consumer ${name}: its position was moved by another instance`);
-    }
-  }
-
-  /**
-   * How far behind the consumer is: events stored after its position (counted up to `cap`),
-   * and the age of the oldest of them in seconds (0 when there is none).
-   */
-  async consumerLag(name: string, cap: number): Promise<{ events: number; seconds: number }> {
-    const [row] = await this.txHost.tx.query<{ events: number; seconds: number }[]>(
-      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM name_change_events e
-                                                 WHERE e.id > c.position LIMIT $2) behind) AS events,
-                    coalesce(extract(epoch FROM now() - (SELECT stored_at FROM name_change_events e
-                                                          WHERE e.id > c.position
-                                                          ORDER BY e.id LIMIT 1)), 0)::float AS seconds
-               FROM name_event_consumers c WHERE c.name = $1`,
-      [name, cap],
-    );
-    return row ?? { events: 0, seconds: 0 };
   }
 }
 

@@ -1,5 +1,5 @@
 import { Subject } from 'rxjs';
-import type { BusSubscription, NameEventDelivery } from '../bus/name-event-bus.js';
+import type { BusSubscription } from '../bus/name-event-bus.js';
 import {
   ListenerOverflowError,
   NameEventStream,
@@ -20,7 +20,7 @@ function event(id: number, userId = 'u1'): StoredNameEvent {
 
 /** A bus subscription whose deliveries the test drives. */
 function fakeBus() {
-  const deliveries = new Subject<NameEventDelivery>();
+  const deliveries = new Subject<StoredNameEvent>();
   let released = 0;
   const subscription: BusSubscription = {
     deliveries$: deliveries.asObservable(),
@@ -29,7 +29,7 @@ function fakeBus() {
   return {
     subscription,
     deliver: (...events: StoredNameEvent[]) => {
-      for (const e of events) deliveries.next({ event: e, publishedAt: 0 });
+      for (const e of events) deliveries.next(e);
     },
     fail: () => deliveries.error(new Error('lost')),
     released: () => released,

@@ -80,7 +80,7 @@ export class NameEventStream {
     private readonly userId: string | undefined,
   ) {
     this.upstream = bus.deliveries$.subscribe({
-      next: ({ event }) => this.receive(event),
+      next: (event) => this.receive(event),
       error: (error: Error) => this.fail(error),
     });
   }

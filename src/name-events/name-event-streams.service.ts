@@ -5,8 +5,6 @@ import { NameEventsMetrics } from './name-events.metrics.js';
 import { NameEventLogRepository } from './name-event-log.repository.js';
 import { NameEventStream } from './name-event-stream.js';
 
-export { ListenerOverflowError, type StreamPacing } from './name-event-stream.js';
-
 /** How long a new stream waits for its starting id before it opens without one. */
 const START_ID_TIMEOUT_MS = 2_000;
 /** Events in one page of a replay: what a listener holds of it at most. */
@@ -40,15 +38,14 @@ export class NameEventStreamsService {
    * stream opens without its starting id when the database cannot give it in time.
    */
   async openStream(options: OpenStreamOptions): Promise<NameEventStream> {
-    const stream = new NameEventStream(await this.bus.subscribe(), options.userId);
+    const { userId, lastEventId, replayLimit } = options;
+    const stream = new NameEventStream(await this.bus.subscribe(), userId);
     try {
-      if (options.lastEventId !== undefined) {
-        const { lastEventId, userId } = options;
+      if (lastEventId !== undefined) {
         const window = await this.events.findReplayWindow(lastEventId.toString(), {
           userId,
-          limit: options.replayLimit,
+          limit: replayLimit,
         });
-        if (stream.failed) throw new BusUnavailableError('Live delivery broke during setup');
         stream.resume(
           lastEventId,
           window && {
@@ -63,20 +60,20 @@ export class NameEventStreamsService {
             sent: () => this.metrics.eventsReplayed.inc(),
           },
         );
-        return stream;
+      } else {
+        // Read after subscribing: anything stored later arrives live. Best effort: without the
+        // database (down, or hung) the stream still opens, only without its starting id.
+        stream.startId = await withTimeout(
+          this.events.latestPublishedId(),
+          START_ID_TIMEOUT_MS,
+        ).catch(() => undefined);
+        // Every event up to that id has been published; once those still on their way here
+        // have arrived, they go out right behind the id. A client that leaves after reading
+        // the id and resumes from it has missed nothing.
+        if (stream.startId !== undefined) await this.bus.flush();
       }
-      // Read after subscribing: anything stored later arrives live. Best effort: without the
-      // database (down, or hung) the stream still opens, only without its starting id.
-      const startId = await withTimeout(this.events.latestPublishedId(), START_ID_TIMEOUT_MS).catch(
-        () => undefined,
-      );
-      // Every event up to that id has been published; once those still on their way here
-      // have arrived, they go out right behind the id. A client that leaves after reading
-      // the id and resumes from it has missed nothing.
-      if (startId !== undefined) await this.bus.flush();
       // The bus connection dropped meanwhile: live delivery cannot be promised.
       if (stream.failed) throw new BusUnavailableError('Live delivery broke during setup');
-      stream.startId = startId;
       return stream;
     } catch (error) {
       stream.close();

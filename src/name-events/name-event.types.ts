@@ -32,6 +32,9 @@ export interface PublishOutcome {
   receivers: number;
 }
 
+/** A stored event, and whether this call stored it (false: the same four fields already were). */
+export type StoredOutcome = Omit<PublishOutcome, 'receivers'>;
+
 /**
  * The detector compares users in this many partitions, each under a lock of its own
  * (`publishDetected`), so that comparisons of different users run side by side while two

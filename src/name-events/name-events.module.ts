@@ -5,6 +5,7 @@ import { BusModule } from '../bus/index.js';
 import { RedisModule } from '../redis/index.js';
 import { Owns } from '../config/owns.decorator.js';
 import { DatabaseModule } from '../database/index.js';
+import { ConsumerPositionsRepository } from './consumers/consumer-positions.repository.js';
 import { consumersConfig } from './consumers/consumers.config.js';
 import { NameEventConsumerPosition } from './consumers/name-event-consumer.entity.js';
 import { NameEventConsumersService } from './consumers/name-event-consumers.service.js';
@@ -55,6 +56,7 @@ import { NameEventsMetrics } from './name-events.metrics.js';
     KnownNamesRepository,
     NameEventLocks,
     NameEventLogRepository,
+    ConsumerPositionsRepository,
     NameEventRemovalsService,
     RecordingGuardsService,
     NameEventsService,

@@ -2,13 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { BusUnavailableError, NameEventBus } from '../bus/index.js';
 import { NameEventsMetrics } from './name-events.metrics.js';
 import { KnownNamesRepository } from './known-names.repository.js';
-import { NameEventLogRepository, type StoredOutcome } from './name-event-log.repository.js';
+import { NameEventLogRepository } from './name-event-log.repository.js';
 import { NameEventLocks } from './name-event-locks.js';
 import { NameEventRemovalsService } from './name-event-removals.service.js';
 import {
   RecordingRefusedError,
   type NewNameEvent,
   type PublishOutcome,
+  type StoredOutcome,
 } from './name-event.types.js';
 import { RecordingGuardsService } from './recording-guards.service.js';
 import { WakeSignal } from './consumers/wake-signal.js';

@@ -3,10 +3,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import { Injectable } from '@nestjs/common';
 import DataLoader from 'dataloader';
 import type { NameEntry } from './name-event.types.js';
-import { UTC_ISO } from './name-event-log.repository.js';
-
-// A stored time exactly, to the microsecond Postgres keeps: where a page of history ends.
-const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+import { UTC_ISO, UTC_ISO_MICROS } from './name-event-log.repository.js';
 
 /**
  * A place in a user's history, whose order is (changedAt, id): the stored time to the

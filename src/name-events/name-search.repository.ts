@@ -3,7 +3,7 @@ import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adap
 import { Injectable } from '@nestjs/common';
 import type { StoredPosition } from '../common/opaque-cursor.js';
 import type { NameType } from './name-event.types.js';
-import { UTC_ISO } from './name-event-log.repository.js';
+import { UTC_ISO, UTC_ISO_MICROS } from './name-event-log.repository.js';
 
 /**
  * The indexed form of a name (see the search module's migration, which built the index): NFC, then the database's Unicode
@@ -14,9 +14,6 @@ const SEARCH_KEY = 'lower(normalize(name, NFC))';
 const QUERY_KEY = 'lower(normalize($1::text, NFC))';
 /** A LIKE pattern that matches the query's key as a prefix, its own `\`, `%` and `_` taken literally. */
 const QUERY_PREFIX = `replace(replace(replace(${QUERY_KEY}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`;
-
-// Unqualified: `changed_at` is the events' column wherever these appear.
-const UTC_ISO_MICROS = `to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /** A match as the answer gives it, and its place in the search's order (`at`, `id`). */
 const MATCH_COLUMNS = `user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt", ${UTC_ISO_MICROS} AS at, id::text AS id`;

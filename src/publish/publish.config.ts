@@ -17,7 +17,5 @@ export const publishConfig = defineConfig({
   namespace: 'publish',
   description: 'Who may publish: anyone, unless PUBLISH_TOKEN is set.',
   variables: PublishVariables,
-  build: (env) => ({
-    token: env.PUBLISH_TOKEN,
-  }),
+  build: (env) => ({ token: env.PUBLISH_TOKEN }),
 });

@@ -2,10 +2,9 @@ import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiErrorResponses } from '../common/api-error-responses.js';
 import { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
-import { NO_LISTENERS_MESSAGE } from './publish.errors.js';
 import { RequireToken } from '../auth/index.js';
 import { PublishRateLimitGuard, RATE_LIMITED_MESSAGE } from '../rate-limit/index.js';
-import { PublishService } from './publish.service.js';
+import { NO_LISTENERS_MESSAGE, PublishService } from './publish.service.js';
 
 @ApiTags('events')
 @Controller('webhooks/prevnames')

@@ -1,5 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { ForbiddenException, Injectable, InternalServerErrorException } from '@nestjs/common';
 import { BusUnavailableError } from '../bus/index.js';
+import { ExpectedServerErrorException } from '../common/http-exception.filter.js';
 import { parseZonedTimestamp } from '../common/timestamp.js';
 import {
   NameEventsService,
@@ -7,11 +8,8 @@ import {
   StorageUnavailableError,
 } from '../name-events/index.js';
 import type { NameChangeEventDto, PublishResponseDto } from './publish.dto.js';
-import {
-  DeliveryFailedException,
-  NoListenersException,
-  UserOptedOutException,
-} from './publish.errors.js';
+
+export const NO_LISTENERS_MESSAGE = 'Failed to deliver event: no active listeners';
 
 /**
  * POST's use case: a validated body becomes a name change, published through the domain
@@ -33,14 +31,20 @@ export class PublishService {
         changedAt: parseZonedTimestamp(body.changedAt)!,
       }));
     } catch (error) {
-      if (error instanceof BusUnavailableError)
-        throw new DeliveryFailedException('event bus unavailable', error);
-      if (error instanceof StorageUnavailableError)
-        throw new DeliveryFailedException('storage unavailable', error);
-      if (error instanceof RecordingRefusedError) throw new UserOptedOutException(error);
+      const failed = (reason: string) =>
+        new InternalServerErrorException(`Failed to deliver event: ${reason}`, { cause: error });
+      if (error instanceof BusUnavailableError) throw failed('event bus unavailable');
+      if (error instanceof StorageUnavailableError) throw failed('storage unavailable');
+      if (error instanceof RecordingRefusedError) {
+        // The user opted out (PUT /users/:userId/opt-out): nothing was stored or broadcast.
+        const message = 'The user has opted out: their names are not recorded';
+        throw new ForbiddenException(message, { cause: error });
+      }
       throw error;
     }
-    if (receivers === 0) throw new NoListenersException();
+    // Spec 4.3 rule 2, in the contract's words. The event is stored all the same; nobody
+    // listening is a normal state, so it is logged as a warning.
+    if (receivers === 0) throw new ExpectedServerErrorException(NO_LISTENERS_MESSAGE);
     return { success: true };
   }
 }

@@ -11,8 +11,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { InjectConfig, type ConfigOf } from '../../config/config-section.js';
 import { NameEventsMetrics } from '../name-events.metrics.js';
 import { LeaseCompetition, Leases } from '../../redis/index.js';
-import { NameEventLogRepository } from '../name-event-log.repository.js';
 import { NameEventsService } from '../name-events.service.js';
+import { ConsumerPositionsRepository } from './consumer-positions.repository.js';
 import { consumersConfig } from './consumers.config.js';
 import {
   NameEventConsumer,
@@ -52,7 +52,7 @@ export class NameEventConsumersService implements OnApplicationBootstrap, OnModu
     private readonly discovery: DiscoveryService,
     private readonly leases: Leases,
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
-    private readonly events: NameEventLogRepository,
+    private readonly positions: ConsumerPositionsRepository,
     private readonly nameEvents: NameEventsService,
     @InjectConfig(consumersConfig) private readonly config: ConfigOf<typeof consumersConfig>,
     private readonly metrics: NameEventsMetrics,
@@ -72,7 +72,7 @@ export class NameEventConsumersService implements OnApplicationBootstrap, OnModu
         ...found,
         ...handler.consumerOptions,
       };
-      await this.events.ensureConsumer(options.name, options.from).catch((error: Error) =>
+      await this.positions.ensure(options.name, options.from).catch((error: Error) =>
         // The database is down: the run creates the row once it is back.
         this.logger.warn(`Consumer ${options.name}: not registered yet (${error.message})`),
       );
@@ -127,15 +127,15 @@ export class NameEventConsumersService implements OnApplicationBootstrap, OnModu
         // Taken before the read: what is stored from now on wakes the wait below.
         const since = this.nameEvents.stored.generation;
         const { position, batch } = await this.txHost.withTransaction(async () => {
-          const position = known ?? (await this.events.lockConsumerPosition(name, from));
+          const position = known ?? (await this.positions.lock(name, from));
           // The lease was lost while waiting for the row: whoever holds it now has it.
           if (signal.aborted) return { position: undefined, batch: [] };
-          const events = await this.events.findOldestAfterId(position, batchSize);
+          const events = await this.positions.findOldestAfterId(position, batchSize);
           if (events.length === 0) return { position, batch: events };
           await handler.handle(events);
           // Only from where this run stored it: another holder's move undoes this batch.
           const moved = events[events.length - 1].id;
-          await this.events.moveConsumer(name, position, moved);
+          await this.positions.move(name, position, moved);
           return { position: moved, batch: events };
         });
         known = position;
@@ -166,7 +166,7 @@ export class NameEventConsumersService implements OnApplicationBootstrap, OnModu
   private async collectLag(): Promise<void> {
     await Promise.all(
       this.consumers.map(async ({ options: { name } }) => {
-        const lag = await this.events.consumerLag(name, LAG_COUNT_CAP);
+        const lag = await this.positions.lag(name, LAG_COUNT_CAP);
         this.metrics.consumerLagEvents.set({ consumer: name }, lag.events);
         this.metrics.consumerLagSeconds.set({ consumer: name }, lag.seconds);
       }),
