@@ -1,4 +1,4 @@
-import { BadRequestException, Injectable, NotFoundException } from '@nestjs/common';
+import { Injectable, NotFoundException } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { NameEventLogRepository } from '../name-events/index.js';
 import type {
@@ -18,7 +18,7 @@ import {
 } from './webhook-endpoints.repository.js';
 import { newSecret } from './webhook-payloads.js';
 import { WebhookSendersService } from './webhook-senders.service.js';
-import { TargetRefusedError, vetTarget } from './webhook-targets.js';
+import { vetTarget } from './webhook-targets.js';
 import { webhooksConfig } from './webhooks.config.js';
 
 /** An id the table could hold: anything else is an unknown endpoint. */
@@ -36,12 +36,8 @@ export class WebhookEndpointsService {
 
   async createEndpoint(body: CreateWebhookEndpointDto): Promise<CreatedWebhookEndpointDto> {
     const url = new URL(body.url);
-    try {
-      await vetTarget(url, this.config.allowPrivateTargets);
-    } catch (error) {
-      if (error instanceof TargetRefusedError) throw new BadRequestException(error.message);
-      throw error;
-    }
+    // A target refused is a 400 (TargetRefusedError).
+    await vetTarget(url, this.config.allowPrivateTargets);
     const format = body.format ?? 'standard';
     const secret = format === 'standard' ? newSecret() : null;
     const row = await this.endpoints.create({
