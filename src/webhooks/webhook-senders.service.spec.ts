@@ -87,7 +87,7 @@ describe('WebhookSendersService.deliver', () => {
         return Promise.resolve({ events, through });
       },
     } as unknown as NameEventLogRepository;
-    const metrics = { onCollect: () => undefined, attempts: { inc: () => undefined } };
+    const metrics = { attempts: { inc: () => undefined } };
     const senders = new WebhookSendersService(
       {} as Leases,
       endpoints,

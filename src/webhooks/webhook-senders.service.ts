@@ -18,11 +18,7 @@ import { WebhooksMetrics } from './webhooks.metrics.js';
 import { LeaseCompetition, Leases } from '../redis/index.js';
 import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
 import { retryDelayMs } from './webhook-backoff.js';
-import {
-  positionOf,
-  WebhookEndpointsRepository,
-  type SenderEndpoint,
-} from './webhook-endpoints.repository.js';
+import { WebhookEndpointsRepository, type SenderEndpoint } from './webhook-endpoints.repository.js';
 import { webhookRequest } from './webhook-payloads.js';
 import { TargetRefusedError, vetTarget } from './webhook-targets.js';
 import { webhooksConfig } from './webhooks.config.js';
@@ -107,9 +103,7 @@ export class WebhookSendersService
     private readonly nameEventRemovals: NameEventRemovalsService,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
     private readonly metrics: WebhooksMetrics,
-  ) {
-    metrics.onCollect(() => this.collectPending());
-  }
+  ) {}
 
   onApplicationBootstrap(): void {
     void this.sync();
@@ -290,13 +284,6 @@ export class WebhookSendersService
       this.logger.warn(`Could not list the webhook endpoints: ${(error as Error).message}`);
     }
     if (!this.stopped) this.syncTimer = setTimeout(() => void this.sync(), this.config.pollMs);
-  }
-
-  private async collectPending(): Promise<void> {
-    const endpoints = await this.endpoints.findAll();
-    const counts = await this.log.countAfter(endpoints.map(positionOf));
-    this.metrics.pending.reset();
-    endpoints.forEach(({ id }, i) => this.metrics.pending.set({ endpoint: id }, counts[i]));
   }
 }
 
