@@ -65,7 +65,6 @@ describe('WebhookSendersService.deliver', () => {
       userId: null,
       type: null,
       deliveredThrough: '0',
-      gone: false,
     };
     const limits: number[] = [];
     const stop = new AbortController();

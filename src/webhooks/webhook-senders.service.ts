@@ -163,7 +163,7 @@ export class WebhookSendersService
     await this.deliver(id, sender.wake, signal).catch((error: Error) =>
       this.logger.error(`Endpoint ${id}: ${error.message}`),
     );
-    // Found deleted (on another instance): stop competing for it.
+    // Found deleted (on another instance) or gone: stop competing for it.
     if (!signal.aborted && this.senders.get(id) === sender) {
       this.senders.delete(id);
       await sender.competition.stop();
@@ -178,7 +178,7 @@ export class WebhookSendersService
    * until events are removed anywhere (`removals` changes): an attempt not yet written is
    * then dropped and the batch read again. While removals on other instances may go unheard,
    * it reads one event before each attempt instead. Ends when `signal` aborts (the lease lost,
-   * the endpoint deleted here, shutdown) or the endpoint is found deleted.
+   * the endpoint deleted here, shutdown) or the endpoint is found deleted or gone (a 410).
    */
   private async deliver(endpointId: string, wake: SenderWake, signal: AbortSignal): Promise<void> {
     const warn = (error: unknown) =>
@@ -195,10 +195,6 @@ export class WebhookSendersService
         try {
           endpoint = await this.endpoints.findForSender(endpointId);
           if (!endpoint) return;
-          if (endpoint.gone) {
-            await wake.wait(this.config.pollMs, signal);
-            continue;
-          }
           const limit = this.nameEventRemovals.heardEverywhere ? BATCH : 1;
           ({ events, through } = await this.log.findHandled(
             WEBHOOKS_CONSUMER,
