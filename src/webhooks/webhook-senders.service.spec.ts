@@ -10,7 +10,8 @@ import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import type { NameEventRemovalsService } from '../name-events/index.js';
 import type { Leases } from '../redis/index.js';
 import type { SenderEndpoint, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
-import { SenderWake, WebhookSendersService } from './webhook-senders.service.js';
+import { SenderWake } from './webhook-sender-wake.js';
+import { WebhookSendersService } from './webhook-senders.service.js';
 import type { WebhooksMetrics } from './webhooks.metrics.js';
 
 const event = (id: number, userId = 'kept'): StoredNameEvent => ({

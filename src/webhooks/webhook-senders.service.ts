@@ -4,7 +4,6 @@ import {
   type OnApplicationBootstrap,
   type OnModuleDestroy,
 } from '@nestjs/common';
-import { setTimeout as delay } from 'node:timers/promises';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import {
   NameEventConsumer,
@@ -20,47 +19,12 @@ import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhoo
 import { retryDelayMs } from './webhook-backoff.js';
 import { WebhookEndpointsRepository, type SenderEndpoint } from './webhook-endpoints.repository.js';
 import { webhookRequest } from './webhook-payloads.js';
+import { pause, SenderWake } from './webhook-sender-wake.js';
 import { TargetRefusedError, vetTarget } from './webhook-targets.js';
 import { webhooksConfig } from './webhooks.config.js';
 
 /** The name of the webhooks' consumer of the event log: senders read what it has handled. */
 export const WEBHOOKS_CONSUMER = 'webhooks';
-
-/** "Events may have been read": a sender that found none waits for this, or the poll. */
-export class SenderWake {
-  private woken = false;
-  private waiting?: () => void;
-
-  notify(): void {
-    this.woken = true;
-    this.waiting?.();
-  }
-
-  /** Before a look: what is read from now on wakes the next `wait`. */
-  look(): void {
-    this.woken = false;
-  }
-
-  /**
-   * A timer and a listener of its own, not `AbortSignal.any([signal, wake])`: composed with
-   * the lease's long-lived signal on every idle poll, those leak (about 0.5 KB each on Node
-   * 24, nodejs/node#54614).
-   */
-  wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.woken || signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        this.waiting = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-      this.waiting = done;
-    });
-  }
-}
 
 /** Events read at once. */
 const BATCH = 100;
@@ -281,8 +245,4 @@ export class WebhookSendersService
     }
     if (!this.stopped) this.syncTimer = setTimeout(() => void this.sync(), this.config.pollMs);
   }
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return delay(ms, undefined, { signal }).catch(() => undefined);
 }
