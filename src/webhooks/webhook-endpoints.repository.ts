@@ -46,19 +46,12 @@ export class WebhookEndpointsRepository {
   constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   async create(endpoint: NewEndpoint): Promise<EndpointRow> {
+    const { url, format, userId, type, description, secret, deliveredThrough } = endpoint;
     const [row] = await this.txHost.tx.query<EndpointRow[]>(
       `INSERT INTO webhook_endpoints AS w (url, format, user_id, type, description, secret, delivered_through)
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        RETURNING ${ENDPOINT_COLUMNS}`,
-      [
-        endpoint.url,
-        endpoint.format,
-        endpoint.userId,
-        endpoint.type,
-        endpoint.description,
-        endpoint.secret,
-        endpoint.deliveredThrough,
-      ],
+      [url, format, userId, type, description, secret, deliveredThrough],
     );
     return row;
   }
