@@ -20,7 +20,7 @@ import { retryDelayMs } from './webhook-backoff.js';
 import { WebhookEndpointsRepository, type SenderEndpoint } from './webhook-endpoints.repository.js';
 import { webhookRequest } from './webhook-payloads.js';
 import { pause, SenderWake } from './webhook-sender-wake.js';
-import { TargetRefusedError, vetTarget } from './webhook-targets.js';
+import { vetTarget } from './webhook-targets.js';
 import { webhooksConfig } from './webhooks.config.js';
 
 /** The name of the webhooks' consumer of the event log: senders read what it has handled. */
@@ -211,8 +211,8 @@ export class WebhookSendersService
   }
 
   /**
-   * The address check (`refused` when the target fails it), then the request, unless `current`
-   * says no as it is about to be written.
+   * The address check (`refused` when the target fails it: vetTarget throws nothing else), then
+   * the request, unless `current` says no as it is about to be written.
    */
   private async attempt(
     { url: target, format, secret }: SenderEndpoint,
@@ -224,13 +224,10 @@ export class WebhookSendersService
   ): Promise<AttemptOutcome> {
     if (!current()) return { kind: 'stale' };
     const url = new URL(target);
-    try {
-      const addresses = await vetTarget(url, this.config.allowPrivateTargets);
-      const request = webhookRequest(format, event, secret, at);
-      return await attemptDelivery(url, addresses, format, request, connection, signal, current);
-    } catch (error) {
-      return { kind: error instanceof TargetRefusedError ? 'refused' : 'error' };
-    }
+    const addresses = await vetTarget(url, this.config.allowPrivateTargets).catch(() => undefined);
+    if (!addresses) return { kind: 'refused' };
+    const request = webhookRequest(format, event, secret, at);
+    return attemptDelivery(url, addresses, format, request, connection, signal, current);
   }
 
   /** Competes for the endpoints that exist, and for no other. */
