@@ -35,9 +35,7 @@ export async function decodeSearchCursor(
   signer: CursorSignerService,
   token: string,
 ): Promise<{ query: SearchQueryKey; position: StoredPosition } | undefined> {
-  const fields = await signer.open(SEARCH_CURSOR_SCOPE, token, 5);
-  if (!fields) return undefined;
-  const [name, type, match, at, id] = fields;
+  const [name, type, match, at, id] = (await signer.open(SEARCH_CURSOR_SCOPE, token, 5)) ?? [];
   if (typeof name !== 'string') return undefined;
   if (type !== null && !(NAME_TYPES as readonly unknown[]).includes(type)) return undefined;
   if (!(SEARCH_MATCHES as readonly unknown[]).includes(match)) return undefined;
