@@ -186,9 +186,8 @@ export class WebhookSendersService
           if (outcome.kind === 'stale') break;
           // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
           if (signal.aborted) return;
-          const { kind } = outcome;
-          this.metrics.attempts.inc({ endpoint: endpointId, outcome: kind });
-          if (kind === 'delivered') {
+          this.metrics.attempts.inc({ endpoint: endpointId, outcome: outcome.kind });
+          if (outcome.kind === 'delivered') {
             failures = 0;
             const upTo = i === events.length - 1 ? through : event.id;
             const recorded = await this.endpoints.delivered(endpointId, event.id, upTo).catch(warn);
@@ -196,8 +195,8 @@ export class WebhookSendersService
             if (recorded === undefined) break;
             continue;
           }
-          await this.endpoints.failed(endpointId, at, kind === 'gone').catch(warn);
-          if (kind !== 'gone') {
+          await this.endpoints.failed(endpointId, at, outcome.kind === 'gone').catch(warn);
+          if (outcome.kind !== 'gone') {
             failures += 1;
             await pause(retryDelayMs(failures, outcome.retryAfterMs), signal);
           }
