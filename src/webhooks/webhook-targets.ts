@@ -44,8 +44,7 @@ for (const [network, prefix] of IPV4_NOT_PUBLIC) {
   NOT_PUBLIC.addSubnet(`64:ff9b::${network}`, 96 + prefix, 'ipv6');
   NOT_PUBLIC.addSubnet(`::${network}`, 96 + prefix, 'ipv6');
 }
-NOT_PUBLIC.addAddress('::', 'ipv6');
-NOT_PUBLIC.addAddress('::1', 'ipv6');
+// `::` and `::1` are among the IPv4-compatible addresses of 0.0.0.0/8 (`::0.0.0.0/104`).
 NOT_PUBLIC.addSubnet('fc00::', 7, 'ipv6');
 NOT_PUBLIC.addSubnet('fe80::', 10, 'ipv6');
 NOT_PUBLIC.addSubnet('ff00::', 8, 'ipv6');
