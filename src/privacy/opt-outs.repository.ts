@@ -40,14 +40,6 @@ export class OptOutsRepository implements RecordingGuard, OnModuleInit {
     return deleted > 0;
   }
 
-  async has(userId: string): Promise<boolean> {
-    const rows = await this.txHost.tx.query<unknown[]>(
-      'SELECT 1 FROM user_opt_outs WHERE user_id = $1',
-      [userId],
-    );
-    return rows.length > 0;
-  }
-
   /** Which of `userIds` have opted out. */
   async refusedAmong(userIds: readonly string[]): Promise<Set<string>> {
     const rows = await this.txHost.tx.query<{ userId: string }[]>(

@@ -50,6 +50,7 @@ export class PrivacyService {
   }
 
   async getOptOut(userId: string): Promise<OptOutResponseDto> {
-    return { userId, optedOut: await this.optOuts.has(userId), code: 200 };
+    const optedOut = (await this.optOuts.refusedAmong([userId])).has(userId);
+    return { userId, optedOut, code: 200 };
   }
 }

@@ -56,8 +56,7 @@ export class RetentionJob implements OnApplicationBootstrap, OnApplicationShutdo
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.running = this.run().finally(() => this.schedule(this.config.intervalMs));
-    }, ms);
-    this.timer.unref();
+    }, ms).unref();
   }
 
   /** One run: never throws (a failure is logged, and the next run tries again). */

@@ -1,7 +1,8 @@
+import { BadRequestException } from '@nestjs/common';
 import { storedPositionOf, type StoredPosition } from '../common/opaque-cursor.js';
 import type { CursorSignerService } from '../cursors/index.js';
 import { NAME_TYPES } from '../name-events/index.js';
-import { SEARCH_MATCHES } from './search.dto.js';
+import { CURSOR_MESSAGE, OTHER_QUERY_MESSAGE, SEARCH_MATCHES } from './search.dto.js';
 
 /** What a search asks: the cursor carries it, so that a page continues only its own query. */
 export interface SearchQueryKey {
@@ -28,29 +29,24 @@ export function encodeSearchCursor(
 }
 
 /**
- * The query and position `token` holds, or undefined when it is not a cursor of ours: not
- * signed by this service for the search, or with a field no search could have issued.
+ * Where the page that `token` continues starts, for `query`. A 400 when it is not a cursor of
+ * ours (not signed by this service for the search, or with a field no search could have
+ * issued), or when it was issued for another search (the limit aside).
  */
-export async function decodeSearchCursor(
+export async function cursorPosition(
   signer: CursorSignerService,
   token: string,
-): Promise<{ query: SearchQueryKey; position: StoredPosition } | undefined> {
-  const fields = await signer.open(SEARCH_CURSOR_SCOPE, token, 5);
-  if (!fields) return undefined;
-  const [name, type, match, at, id] = fields;
-  if (typeof name !== 'string') return undefined;
-  if (type !== null && !(NAME_TYPES as readonly unknown[]).includes(type)) return undefined;
-  if (!(SEARCH_MATCHES as readonly unknown[]).includes(match)) return undefined;
+  query: SearchQueryKey,
+): Promise<StoredPosition> {
+  const [name, type, match, at, id] = (await signer.open(SEARCH_CURSOR_SCOPE, token, 5)) ?? [];
   const position = storedPositionOf(at, id);
-  return (
-    position && {
-      query: { name, type: (type as string | null) ?? undefined, match: match as string },
-      position,
-    }
-  );
-}
-
-/** Whether two queries are the same search (the limit aside). */
-export function sameQuery(a: SearchQueryKey, b: SearchQueryKey): boolean {
-  return a.name === b.name && a.type === b.type && a.match === b.match;
+  const issued =
+    typeof name === 'string' &&
+    (type === null || (NAME_TYPES as readonly unknown[]).includes(type)) &&
+    (SEARCH_MATCHES as readonly unknown[]).includes(match);
+  if (!issued || !position) throw new BadRequestException(CURSOR_MESSAGE);
+  if (name !== query.name || (type ?? undefined) !== query.type || match !== query.match) {
+    throw new BadRequestException(OTHER_QUERY_MESSAGE);
+  }
+  return position;
 }

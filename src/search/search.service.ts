@@ -1,10 +1,8 @@
 import { BadRequestException, Injectable, Logger } from '@nestjs/common';
 import { CursorSignerService } from '../cursors/index.js';
 import { NameSearchRepository, SEARCH_START } from '../name-events/index.js';
-import { decodeSearchCursor, encodeSearchCursor, sameQuery } from './search-cursor.js';
+import { cursorPosition, encodeSearchCursor } from './search-cursor.js';
 import {
-  CURSOR_MESSAGE,
-  OTHER_QUERY_MESSAGE,
   PREFIX_MESSAGE,
   PREFIX_MIN_LENGTH,
   SEARCH_DEFAULT_LIMIT,
@@ -39,13 +37,10 @@ export class SearchService {
       throw new BadRequestException(PREFIX_MESSAGE);
     }
     const key = { name: query.name, type: query.type, match };
-    let after = SEARCH_START;
-    if (query.cursor !== undefined) {
-      const cursor = await decodeSearchCursor(this.cursors, query.cursor);
-      if (!cursor) throw new BadRequestException(CURSOR_MESSAGE);
-      if (!sameQuery(cursor.query, key)) throw new BadRequestException(OTHER_QUERY_MESSAGE);
-      after = cursor.position;
-    }
+    const after =
+      query.cursor === undefined
+        ? SEARCH_START
+        : await cursorPosition(this.cursors, query.cursor, key);
     const limit = query.limit ?? SEARCH_DEFAULT_LIMIT;
     const page = await this.repository.findMatches({ ...key, after, limit });
     const next = page.next && (await encodeSearchCursor(this.cursors, key, page.next));

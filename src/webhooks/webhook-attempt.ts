@@ -11,26 +11,22 @@ export const ANSWER_TIMEOUT_MS = 10_000;
 /** The answer's body is read up to this much (Discord's retry_after is in it); the rest is cut. */
 export const ANSWER_BODY_LIMIT = 64 * 1024;
 
-/** How an attempt ended, as the metrics count it. */
-export type DeliveryOutcome = 'delivered' | 'rejected' | 'gone' | 'timeout' | 'error' | 'refused';
-
 /**
- * What an attempt came to, with the receiver's own wait when it gave one. `stale`: not sent,
- * what it was to send may have been erased.
+ * What an attempt came to, as the metrics count it (`stale`: not sent, what it was to send may
+ * have been erased), with the receiver's own wait when it gave one.
  */
 export interface AttemptOutcome {
-  kind: DeliveryOutcome | 'stale';
+  kind: 'delivered' | 'rejected' | 'gone' | 'timeout' | 'error' | 'refused' | 'stale';
   retryAfterMs?: number;
 }
 
 /**
  * The keep-alive connection of one sender (one endpoint), closed when it stops: an undici
- * Client for the endpoint's origin that connects only to the addresses last vetted (it never
- * resolves the name itself) and follows no redirect.
+ * Client for the endpoint's origin (its URL never changes) that connects only to the addresses
+ * last vetted (it never resolves the name itself) and follows no redirect.
  */
 export class SenderConnection {
   private client?: Client;
-  private origin?: string;
   private addresses: readonly ResolvedAddress[] = [];
   private readonly lookup: LookupFunction = (_host, options, callback) => {
     if (options.all) callback(null, [...this.addresses]);
@@ -40,11 +36,7 @@ export class SenderConnection {
   /** The client for `url`, connecting (when it must) to one of `addresses`. */
   to(url: URL, addresses: readonly ResolvedAddress[]): Client {
     this.addresses = addresses;
-    if (this.client === undefined || this.origin !== url.origin) {
-      this.destroy();
-      this.origin = url.origin;
-      this.client = new Client(url.origin, { pipelining: 1, connect: { lookup: this.lookup } });
-    }
+    this.client ??= new Client(url.origin, { pipelining: 1, connect: { lookup: this.lookup } });
     return this.client;
   }
 
@@ -73,15 +65,14 @@ export function attemptDelivery(
   current: () => boolean,
 ): Promise<AttemptOutcome> {
   return new Promise((resolve) => {
-    const close = () => connection.destroy();
-    const answer = new Answer(format, current, close, (outcome) => {
+    const answer = new Answer(format, current, connection, (outcome) => {
       clearTimeout(timer);
-      signal.removeEventListener('abort', cut);
+      signal.removeEventListener('abort', stop);
       resolve(outcome);
     });
-    const cut = () => answer.cut(new Error('The attempt was cut short'));
-    const timer = setTimeout(() => answer.cut(new AnswerTimeout()), ANSWER_TIMEOUT_MS);
-    signal.addEventListener('abort', cut, { once: true });
+    const stop = () => answer.cut('error');
+    const timer = setTimeout(() => answer.cut('timeout'), ANSWER_TIMEOUT_MS);
+    signal.addEventListener('abort', stop, { once: true });
     connection.to(url, addresses).dispatch(
       {
         origin: url.origin,
@@ -99,14 +90,13 @@ export function attemptDelivery(
   });
 }
 
-class AnswerTimeout extends Error {}
-class StaleRequest extends Error {}
-/** The body's limit reached: the rest is not read, the connection is closed. */
-class BodyCut extends Error {}
+/** How an attempt was cut short: out of date (not written), not answered in time, stopped. */
+type Cut = 'stale' | 'timeout' | 'error';
 
 /**
  * What comes back for one attempt, as undici hands it over: the status, `Retry-After`, and
- * the body's first ANSWER_BODY_LIMIT bytes. Settles once, with the attempt's outcome.
+ * the body's first ANSWER_BODY_LIMIT bytes. Settles with the attempt's outcome (the first one
+ * given is the promise's: any after it change nothing).
  */
 class Answer implements Dispatcher.DispatchHandler {
   private controller?: Dispatcher.DispatchController;
@@ -114,30 +104,26 @@ class Answer implements Dispatcher.DispatchHandler {
   private retryAfter?: string;
   private readonly chunks: Buffer[] = [];
   private size = 0;
-  private settled = false;
-  /** Why the attempt was cut before undici started it (still connecting). */
-  private cutBeforeStart?: Error;
+  /** How the attempt was cut short, if it was: what the error that follows stands for. */
+  private cutAs?: Cut;
 
   constructor(
     private readonly format: WebhookFormat,
     private readonly current: () => boolean,
-    private readonly closeConnection: () => void,
+    private readonly connection: SenderConnection,
     private readonly settle: (outcome: AttemptOutcome) => void,
   ) {}
 
-  /** Ends the attempt (a timeout, the sender stopping): the connection is closed. */
-  cut(reason: Error): void {
-    if (this.controller) {
-      this.controller.abort(reason);
-    } else {
-      this.cutBeforeStart = reason;
-      this.closeConnection();
-    }
+  /** Ends the attempt; before undici started it (still connecting), by closing the connection. */
+  cut(kind: Cut): void {
+    this.cutAs = kind;
+    if (this.controller) this.controller.abort(new Error(`The attempt was cut short: ${kind}`));
+    else this.connection.destroy();
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (!this.current()) controller.abort(new StaleRequest());
+    if (!this.current()) this.cut('stale');
   }
 
   onResponseStart(
@@ -153,34 +139,24 @@ class Answer implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.chunks.push(chunk);
     this.size += chunk.length;
-    if (this.size >= ANSWER_BODY_LIMIT) controller.abort(new BodyCut());
+    if (this.size < ANSWER_BODY_LIMIT) return;
+    // The body's limit reached: answered with what was read; the rest is not read, the
+    // connection is closed.
+    this.onResponseEnd();
+    controller.abort(new Error('The answer was cut at its limit'));
   }
 
   onResponseEnd(): void {
-    this.answered();
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController, failure: Error): void {
-    const error = this.cutBeforeStart ?? failure;
-    if (error instanceof BodyCut) this.answered();
-    else if (error instanceof StaleRequest) this.end({ kind: 'stale' });
-    else if (error instanceof AnswerTimeout) this.end({ kind: 'timeout' });
-    else this.end({ kind: 'error' });
-  }
-
-  private answered(): void {
     const status = this.status!;
     const text = Buffer.concat(this.chunks).toString('utf8');
     const fromBody =
       this.format === 'discord' && status === 429 ? parseDiscordRetryAfter(text) : undefined;
     const retryAfterMs = fromBody ?? parseRetryAfter(this.retryAfter, Date.now());
     const kind = status >= 200 && status < 300 ? 'delivered' : status === 410 ? 'gone' : 'rejected';
-    this.end({ kind, retryAfterMs });
+    this.settle({ kind, retryAfterMs });
   }
 
-  private end(outcome: AttemptOutcome): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.settle(outcome);
+  onResponseError(): void {
+    this.settle({ kind: this.cutAs ?? 'error' });
   }
 }

@@ -27,10 +27,8 @@ import {
 import { WebhookEndpointsService } from './webhook-endpoints.service.js';
 import { PRIVATE_TARGET_MESSAGE } from './webhook-targets.js';
 
-const PATH = '/api/webhook-endpoints';
-
-/** What every endpoint route may answer besides its success. */
-function ApiAdministration(method: 'GET' | 'POST' | 'DELETE', path: string, unknownId = false) {
+/** What every endpoint route may answer besides its success; `unknownId`: a route of one. */
+function ApiAdministration(method: 'GET' | 'POST' | 'DELETE', unknownId = false) {
   return applyDecorators(
     unknownId
       ? ApiOffResponse(
@@ -38,7 +36,7 @@ function ApiAdministration(method: 'GET' | 'POST' | 'DELETE', path: string, unkn
           'No webhook endpoint 42',
           'No such endpoint (never created, or deleted)',
         )
-      : ApiOffResponse('admin', `Cannot ${method} ${path}`),
+      : ApiOffResponse('admin', `Cannot ${method} /api/webhook-endpoints`),
     ApiErrorResponses(method === 'POST' ? [400, PRIVATE_TARGET_MESSAGE] : UNKNOWN_QUERY_KEY, 500),
   );
 }
@@ -64,7 +62,7 @@ export class WebhookEndpointsController {
       'Every event stored from now on (by POST or the detector) that matches the filters is POSTed to `url`, at least once, in increasing id order (the next waits for the previous one\'s 2xx), from one instance at a time; retried with back-off (min(2^(n−1) s, 10 min) ±20 %, or the receiver\'s Retry-After) for as long as the endpoint exists; 10 s per attempt; never following redirects; stopped by a 410 Gone. Events erased before delivery are not sent. `standard`: Standard Webhooks (`webhook-id` is the event id, `webhook-signature` signed with `secret`), body `{"type":"name.changed","timestamp","data":{id,userId,type,name,changedAt}}`. `discord`: a Discord execute-webhook message, markdown escaped, no mentions. Administration: needs ADMIN_TOKEN.',
   })
   @ApiCreatedResponse({ type: CreatedWebhookEndpointDto, description: 'Registered.' })
-  @ApiAdministration('POST', PATH)
+  @ApiAdministration('POST')
   createEndpoint(@Body() body: CreateWebhookEndpointDto): Promise<CreatedWebhookEndpointDto> {
     return this.webhooks.createEndpoint(body);
   }
@@ -76,7 +74,7 @@ export class WebhookEndpointsController {
       'Every endpoint, oldest first, with how its deliveries stand. Administration: needs ADMIN_TOKEN.',
   })
   @ApiOkResponse({ type: WebhookEndpointListDto, description: 'The endpoints.' })
-  @ApiAdministration('GET', PATH)
+  @ApiAdministration('GET')
   listEndpoints(): Promise<WebhookEndpointListDto> {
     return this.webhooks.listEndpoints();
   }
@@ -89,7 +87,7 @@ export class WebhookEndpointsController {
   })
   @ApiOkResponse({ type: WebhookEndpointResponseDto, description: 'The endpoint.' })
   @ApiEndpointIdParam()
-  @ApiAdministration('GET', `${PATH}/1`, true)
+  @ApiAdministration('GET', true)
   getEndpoint(@Param('id') id: string): Promise<WebhookEndpointResponseDto> {
     return this.webhooks.getEndpoint(id);
   }
@@ -102,7 +100,7 @@ export class WebhookEndpointsController {
   })
   @ApiOkResponse({ type: DeletedWebhookEndpointDto, description: 'Deleted.' })
   @ApiEndpointIdParam()
-  @ApiAdministration('DELETE', `${PATH}/1`, true)
+  @ApiAdministration('DELETE', true)
   deleteEndpoint(@Param('id') id: string): Promise<DeletedWebhookEndpointDto> {
     return this.webhooks.deleteEndpoint(id);
   }

@@ -15,11 +15,11 @@ export type EndpointRow = Pick<
 export type EndpointStatusRow = EndpointRow &
   Pick<WebhookEndpoint, 'lastDeliveredEventId' | 'deliveredThrough' | 'failingSince'>;
 
-/** An endpoint as its sender needs it; `gone`: it answered 410 Gone, nothing more is sent to it. */
+/** An endpoint as its sender needs it. */
 export type SenderEndpoint = Pick<
   WebhookEndpoint,
   'url' | 'format' | 'secret' | 'userId' | 'type' | 'deliveredThrough'
-> & { gone: boolean };
+>;
 
 /** Where an endpoint is in the event log, as NameEventLogRepository.countAfter takes it. */
 export function positionOf({ deliveredThrough, userId, type }: EndpointStatusRow) {
@@ -46,19 +46,12 @@ export class WebhookEndpointsRepository {
   constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
   async create(endpoint: NewEndpoint): Promise<EndpointRow> {
+    const { url, format, userId, type, description, secret, deliveredThrough } = endpoint;
     const [row] = await this.txHost.tx.query<EndpointRow[]>(
       `INSERT INTO webhook_endpoints AS w (url, format, user_id, type, description, secret, delivered_through)
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        RETURNING ${ENDPOINT_COLUMNS}`,
-      [
-        endpoint.url,
-        endpoint.format,
-        endpoint.userId,
-        endpoint.type,
-        endpoint.description,
-        endpoint.secret,
-        endpoint.deliveredThrough,
-      ],
+      [url, format, userId, type, description, secret, deliveredThrough],
     );
     return row;
   }
@@ -94,12 +87,15 @@ export class WebhookEndpointsRepository {
     return rows.map((row) => row.id);
   }
 
-  /** The endpoint as its sender reads it; undefined when it is deleted. */
+  /**
+   * The endpoint as its sender reads it; undefined when it is deleted, or gone (it answered
+   * 410 Gone: nothing more is sent to it).
+   */
   async findForSender(id: string): Promise<SenderEndpoint | undefined> {
     const [row] = await this.txHost.tx.query<SenderEndpoint[]>(
       `SELECT url, format, secret, user_id AS "userId", type,
-                    delivered_through::text AS "deliveredThrough", gone_at IS NOT NULL AS gone
-               FROM webhook_endpoints WHERE id = $1`,
+                    delivered_through::text AS "deliveredThrough"
+               FROM webhook_endpoints WHERE id = $1 AND gone_at IS NULL`,
       [id],
     );
     return row;

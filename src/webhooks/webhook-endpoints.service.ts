@@ -1,4 +1,4 @@
-import { BadRequestException, Injectable, NotFoundException } from '@nestjs/common';
+import { Injectable, NotFoundException } from '@nestjs/common';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import { NameEventLogRepository } from '../name-events/index.js';
 import type {
@@ -18,13 +18,17 @@ import {
 } from './webhook-endpoints.repository.js';
 import { newSecret } from './webhook-payloads.js';
 import { WebhookSendersService } from './webhook-senders.service.js';
-import { TargetRefusedError, vetTarget } from './webhook-targets.js';
+import { vetTarget } from './webhook-targets.js';
 import { webhooksConfig } from './webhooks.config.js';
+import { WebhooksMetrics } from './webhooks.metrics.js';
 
 /** An id the table could hold: anything else is an unknown endpoint. */
 const ENDPOINT_ID = /^[1-9]\d{0,17}$/;
 
-/** The endpoint routes: registration (the target vetted), reads, deletion. */
+/**
+ * The endpoint routes: registration (the target vetted), reads, deletion; and each endpoint's
+ * pending events in the metrics, as the list reads them.
+ */
 @Injectable()
 export class WebhookEndpointsService {
   constructor(
@@ -32,16 +36,19 @@ export class WebhookEndpointsService {
     private readonly senders: WebhookSendersService,
     private readonly log: NameEventLogRepository,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
-  ) {}
+    metrics: WebhooksMetrics,
+  ) {
+    metrics.onCollect(async () => {
+      const { endpoints } = await this.listEndpoints();
+      metrics.pending.reset();
+      for (const { id, pending } of endpoints) metrics.pending.set({ endpoint: id }, pending);
+    });
+  }
 
   async createEndpoint(body: CreateWebhookEndpointDto): Promise<CreatedWebhookEndpointDto> {
     const url = new URL(body.url);
-    try {
-      await vetTarget(url, this.config.allowPrivateTargets);
-    } catch (error) {
-      if (error instanceof TargetRefusedError) throw new BadRequestException(error.message);
-      throw error;
-    }
+    // A target refused is a 400 (TargetRefusedError).
+    await vetTarget(url, this.config.allowPrivateTargets);
     const format = body.format ?? 'standard';
     const secret = format === 'standard' ? newSecret() : null;
     const row = await this.endpoints.create({
@@ -60,14 +67,14 @@ export class WebhookEndpointsService {
 
   async listEndpoints(): Promise<WebhookEndpointListDto> {
     const rows = await this.endpoints.findAll();
-    const pending = await this.pendingOf(rows);
+    const pending = await this.log.countAfter(rows.map(positionOf));
     return { endpoints: rows.map((row, i) => statusOf(row, pending[i])), code: 200 };
   }
 
   async getEndpoint(id: string): Promise<WebhookEndpointResponseDto> {
     const row = ENDPOINT_ID.test(id) ? await this.endpoints.find(id) : undefined;
     if (!row) throw notFound(id);
-    const [pending] = await this.pendingOf([row]);
+    const [pending] = await this.log.countAfter([positionOf(row)]);
     return { ...statusOf(row, pending), code: 200 };
   }
 
@@ -76,11 +83,6 @@ export class WebhookEndpointsService {
     // Not awaited: an attempt under way may finish, and none starts after this answer.
     void this.senders.remove(id);
     return { id, deleted: true, code: 200 };
-  }
-
-  /** Each endpoint's pending events: those matching it stored after what it was delivered. */
-  private pendingOf(rows: readonly EndpointStatusRow[]): Promise<number[]> {
-    return this.log.countAfter(rows.map(positionOf));
   }
 }
 

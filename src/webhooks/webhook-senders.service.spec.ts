@@ -10,7 +10,8 @@ import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import type { NameEventRemovalsService } from '../name-events/index.js';
 import type { Leases } from '../redis/index.js';
 import type { SenderEndpoint, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
-import { SenderWake, WebhookSendersService } from './webhook-senders.service.js';
+import { SenderWake } from './webhook-sender-wake.js';
+import { WebhookSendersService } from './webhook-senders.service.js';
 import type { WebhooksMetrics } from './webhooks.metrics.js';
 
 const event = (id: number, userId = 'kept'): StoredNameEvent => ({
@@ -65,7 +66,6 @@ describe('WebhookSendersService.deliver', () => {
       userId: null,
       type: null,
       deliveredThrough: '0',
-      gone: false,
     };
     const limits: number[] = [];
     const stop = new AbortController();
@@ -87,7 +87,7 @@ describe('WebhookSendersService.deliver', () => {
         return Promise.resolve({ events, through });
       },
     } as unknown as NameEventLogRepository;
-    const metrics = { onCollect: () => undefined, attempts: { inc: () => undefined } };
+    const metrics = { attempts: { inc: () => undefined } };
     const senders = new WebhookSendersService(
       {} as Leases,
       endpoints,

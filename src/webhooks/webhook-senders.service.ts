@@ -4,7 +4,6 @@ import {
   type OnApplicationBootstrap,
   type OnModuleDestroy,
 } from '@nestjs/common';
-import { setTimeout as delay } from 'node:timers/promises';
 import { InjectConfig, type ConfigOf } from '../config/config-section.js';
 import {
   NameEventConsumer,
@@ -18,53 +17,14 @@ import { WebhooksMetrics } from './webhooks.metrics.js';
 import { LeaseCompetition, Leases } from '../redis/index.js';
 import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
 import { retryDelayMs } from './webhook-backoff.js';
-import {
-  positionOf,
-  WebhookEndpointsRepository,
-  type SenderEndpoint,
-} from './webhook-endpoints.repository.js';
+import { WebhookEndpointsRepository, type SenderEndpoint } from './webhook-endpoints.repository.js';
 import { webhookRequest } from './webhook-payloads.js';
-import { TargetRefusedError, vetTarget } from './webhook-targets.js';
+import { pause, SenderWake } from './webhook-sender-wake.js';
+import { vetTarget } from './webhook-targets.js';
 import { webhooksConfig } from './webhooks.config.js';
 
 /** The name of the webhooks' consumer of the event log: senders read what it has handled. */
 export const WEBHOOKS_CONSUMER = 'webhooks';
-
-/** "Events may have been read": a sender that found none waits for this, or the poll. */
-export class SenderWake {
-  private woken = false;
-  private waiting?: () => void;
-
-  notify(): void {
-    this.woken = true;
-    this.waiting?.();
-  }
-
-  /** Before a look: what is read from now on wakes the next `wait`. */
-  look(): void {
-    this.woken = false;
-  }
-
-  /**
-   * A timer and a listener of its own, not `AbortSignal.any([signal, wake])`: composed with
-   * the lease's long-lived signal on every idle poll, those leak (about 0.5 KB each on Node
-   * 24, nodejs/node#54614).
-   */
-  wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.woken || signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        this.waiting = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-      this.waiting = done;
-    });
-  }
-}
 
 /** Events read at once. */
 const BATCH = 100;
@@ -107,9 +67,7 @@ export class WebhookSendersService
     private readonly nameEventRemovals: NameEventRemovalsService,
     @InjectConfig(webhooksConfig) private readonly config: ConfigOf<typeof webhooksConfig>,
     private readonly metrics: WebhooksMetrics,
-  ) {
-    metrics.onCollect(() => this.collectPending());
-  }
+  ) {}
 
   onApplicationBootstrap(): void {
     void this.sync();
@@ -169,7 +127,7 @@ export class WebhookSendersService
     await this.deliver(id, sender.wake, signal).catch((error: Error) =>
       this.logger.error(`Endpoint ${id}: ${error.message}`),
     );
-    // Found deleted (on another instance): stop competing for it.
+    // Found deleted (on another instance) or gone: stop competing for it.
     if (!signal.aborted && this.senders.get(id) === sender) {
       this.senders.delete(id);
       await sender.competition.stop();
@@ -184,7 +142,7 @@ export class WebhookSendersService
    * until events are removed anywhere (`removals` changes): an attempt not yet written is
    * then dropped and the batch read again. While removals on other instances may go unheard,
    * it reads one event before each attempt instead. Ends when `signal` aborts (the lease lost,
-   * the endpoint deleted here, shutdown) or the endpoint is found deleted.
+   * the endpoint deleted here, shutdown) or the endpoint is found deleted or gone (a 410).
    */
   private async deliver(endpointId: string, wake: SenderWake, signal: AbortSignal): Promise<void> {
     const warn = (error: unknown) =>
@@ -201,10 +159,6 @@ export class WebhookSendersService
         try {
           endpoint = await this.endpoints.findForSender(endpointId);
           if (!endpoint) return;
-          if (endpoint.gone) {
-            await wake.wait(this.config.pollMs, signal);
-            continue;
-          }
           const limit = this.nameEventRemovals.heardEverywhere ? BATCH : 1;
           ({ events, through } = await this.log.findHandled(
             WEBHOOKS_CONSUMER,
@@ -232,9 +186,8 @@ export class WebhookSendersService
           if (outcome.kind === 'stale') break;
           // Cut short (the lease lost, the endpoint deleted, shutdown): whoever sends next tries again.
           if (signal.aborted) return;
-          const { kind } = outcome;
-          this.metrics.attempts.inc({ endpoint: endpointId, outcome: kind });
-          if (kind === 'delivered') {
+          this.metrics.attempts.inc({ endpoint: endpointId, outcome: outcome.kind });
+          if (outcome.kind === 'delivered') {
             failures = 0;
             const upTo = i === events.length - 1 ? through : event.id;
             const recorded = await this.endpoints.delivered(endpointId, event.id, upTo).catch(warn);
@@ -242,8 +195,8 @@ export class WebhookSendersService
             if (recorded === undefined) break;
             continue;
           }
-          await this.endpoints.failed(endpointId, at, kind === 'gone').catch(warn);
-          if (kind !== 'gone') {
+          await this.endpoints.failed(endpointId, at, outcome.kind === 'gone').catch(warn);
+          if (outcome.kind !== 'gone') {
             failures += 1;
             await pause(retryDelayMs(failures, outcome.retryAfterMs), signal);
           }
@@ -257,8 +210,8 @@ export class WebhookSendersService
   }
 
   /**
-   * The address check (`refused` when the target fails it), then the request, unless `current`
-   * says no as it is about to be written.
+   * The address check (`refused` when the target fails it: vetTarget throws nothing else), then
+   * the request, unless `current` says no as it is about to be written.
    */
   private async attempt(
     { url: target, format, secret }: SenderEndpoint,
@@ -270,13 +223,10 @@ export class WebhookSendersService
   ): Promise<AttemptOutcome> {
     if (!current()) return { kind: 'stale' };
     const url = new URL(target);
-    try {
-      const addresses = await vetTarget(url, this.config.allowPrivateTargets);
-      const request = webhookRequest(format, event, secret, at);
-      return await attemptDelivery(url, addresses, format, request, connection, signal, current);
-    } catch (error) {
-      return { kind: error instanceof TargetRefusedError ? 'refused' : 'error' };
-    }
+    const addresses = await vetTarget(url, this.config.allowPrivateTargets).catch(() => undefined);
+    if (!addresses) return { kind: 'refused' };
+    const request = webhookRequest(format, event, secret, at);
+    return attemptDelivery(url, addresses, format, request, connection, signal, current);
   }
 
   /** Competes for the endpoints that exist, and for no other. */
@@ -291,15 +241,4 @@ export class WebhookSendersService
     }
     if (!this.stopped) this.syncTimer = setTimeout(() => void this.sync(), this.config.pollMs);
   }
-
-  private async collectPending(): Promise<void> {
-    const endpoints = await this.endpoints.findAll();
-    const counts = await this.log.countAfter(endpoints.map(positionOf));
-    this.metrics.pending.reset();
-    endpoints.forEach(({ id }, i) => this.metrics.pending.set({ endpoint: id }, counts[i]));
-  }
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return delay(ms, undefined, { signal }).catch(() => undefined);
 }

@@ -1,3 +1,4 @@
+import { BadRequestException } from '@nestjs/common';
 import { BlockList, isIP } from 'node:net';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { withTimeout } from '../common/with-timeout.js';
@@ -9,10 +10,8 @@ export interface ResolvedAddress {
 }
 export type Resolve = (host: string) => Promise<ResolvedAddress[]>;
 
-/** A target refused: the message is the 400's, naming the field. */
-export class TargetRefusedError extends Error {
-  override readonly name = 'TargetRefusedError';
-}
+/** A target refused: a 400 at registration, whose message names the field. */
+export class TargetRefusedError extends BadRequestException {}
 
 export const PRIVATE_TARGET_MESSAGE =
   'url must not point at a loopback, private, link-local, unique-local or unspecified address';
@@ -45,8 +44,7 @@ for (const [network, prefix] of IPV4_NOT_PUBLIC) {
   NOT_PUBLIC.addSubnet(`64:ff9b::${network}`, 96 + prefix, 'ipv6');
   NOT_PUBLIC.addSubnet(`::${network}`, 96 + prefix, 'ipv6');
 }
-NOT_PUBLIC.addAddress('::', 'ipv6');
-NOT_PUBLIC.addAddress('::1', 'ipv6');
+// `::` and `::1` are among the IPv4-compatible addresses of 0.0.0.0/8 (`::0.0.0.0/104`).
 NOT_PUBLIC.addSubnet('fc00::', 7, 'ipv6');
 NOT_PUBLIC.addSubnet('fe80::', 10, 'ipv6');
 NOT_PUBLIC.addSubnet('ff00::', 8, 'ipv6');
@@ -80,13 +78,11 @@ export async function vetTarget(
   // The host as an address or a name: without the brackets of an IPv6 literal.
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const family = isIP(host);
-  let addresses: ResolvedAddress[];
-  if (family !== 0) {
-    addresses = [{ address: host, family: family as 4 | 6 }];
-  } else {
-    addresses = await withTimeout(resolve(host), RESOLVE_TIMEOUT_MS).catch(() => []);
-    if (addresses.length === 0) throw new TargetRefusedError(UNRESOLVABLE_TARGET_MESSAGE);
-  }
+  const addresses =
+    family !== 0
+      ? [{ address: host, family: family as 4 | 6 }]
+      : await withTimeout(resolve(host), RESOLVE_TIMEOUT_MS).catch(() => []);
+  if (addresses.length === 0) throw new TargetRefusedError(UNRESOLVABLE_TARGET_MESSAGE);
   if (!allowPrivate && !addresses.every(({ address }) => isPublicAddress(address))) {
     throw new TargetRefusedError(PRIVATE_TARGET_MESSAGE);
   }
