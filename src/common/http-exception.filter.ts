@@ -196,8 +196,7 @@ function messageOf(response: string | object, fallback: string, code: number): s
 }
 
 function statusOf(exception: unknown): number | undefined {
-  if (typeof exception !== 'object' || exception === null) return undefined;
-  const { status, statusCode } = exception as { status?: unknown; statusCode?: unknown };
+  const { status, statusCode } = (exception ?? {}) as { status?: unknown; statusCode?: unknown };
   const value = typeof status === 'number' ? status : statusCode;
   return typeof value === 'number' ? value : undefined;
 }
