@@ -43,8 +43,7 @@ export function accessLog(logger: Logger) {
         responseTime: Math.round(performance.now() - started),
         msg: res.writableFinished ? 'request completed' : 'request aborted',
       };
-      if (res.writableFinished) logger.info(line);
-      else logger.warn(line);
+      logger[res.writableFinished ? 'info' : 'warn'](line);
     });
     next();
   };

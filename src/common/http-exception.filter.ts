@@ -66,9 +66,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const response = ctx.getResponse<Response>();
     const request = ctx.getRequest<Request & { id?: unknown }>();
     const body = toErrorBody(exception);
-    if (exception instanceof ExpectedServerErrorException || body.code >= 500) {
-      this.log(exception, request);
-    }
+    if (body.code >= 500) this.log(exception, request);
     if (response.headersSent) {
       // A stream already under way cannot change its status: end it.
       response.end();
@@ -139,22 +137,15 @@ export function loggedError(
 
 /** The request's query values: as parsed, and as sent (percent-encoded). */
 function queryValuesOf(request: Pick<Request, 'query' | 'originalUrl' | 'url'>): string[] {
-  const values: string[] = [];
-  const parsed = (request.query ?? {}) as Record<string, unknown>;
-  for (const value of Object.values(parsed)) {
-    for (const one of Array.isArray(value) ? value : [value]) {
-      if (typeof one === 'string') values.push(one);
-    }
-  }
+  const parsed = Object.values((request.query ?? {}) as Record<string, unknown>).flat();
   const target = request.originalUrl ?? request.url ?? '';
   const query = target.indexOf('?');
-  if (query !== -1) {
-    for (const pair of target.slice(query + 1).split('&')) {
-      const equals = pair.indexOf('=');
-      values.push(equals === -1 ? pair : pair.slice(equals + 1));
-    }
-  }
-  return values;
+  const sent = query === -1 ? [] : target.slice(query + 1).split('&');
+  return [
+    ...parsed.filter((value) => typeof value === 'string'),
+    // A pair without `=` is all value.
+    ...sent.map((pair) => pair.slice(pair.indexOf('=') + 1)),
+  ];
 }
 
 function redactor(values: string[]): (text: string) => string {
@@ -205,8 +196,7 @@ function messageOf(response: string | object, fallback: string, code: number): s
 }
 
 function statusOf(exception: unknown): number | undefined {
-  if (typeof exception !== 'object' || exception === null) return undefined;
-  const { status, statusCode } = exception as { status?: unknown; statusCode?: unknown };
+  const { status, statusCode } = (exception ?? {}) as { status?: unknown; statusCode?: unknown };
   const value = typeof status === 'number' ? status : statusCode;
   return typeof value === 'number' ? value : undefined;
 }

@@ -32,16 +32,14 @@ export function securityHeaders(apiPrefix: string) {
     contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
   });
   // Matched as the router matches: case-insensitively.
-  const api = `/${apiPrefix}`;
-  const docs = `/${apiPrefix}/docs`;
+  const api = new RegExp(`^/${apiPrefix}(?:/|$)`, 'i');
+  const docs = new RegExp(`^/${apiPrefix}/docs(?:/|$)`, 'i');
   return (req: Request, res: Response, next: NextFunction): void => {
-    const prefix = req.path.slice(0, api.length + 1).toLowerCase();
-    if (prefix !== api && prefix !== `${api}/`) {
+    if (!api.test(req.path)) {
       documentHeaders(req, res, next);
       return;
     }
-    const head = req.path.slice(0, docs.length + 1).toLowerCase();
-    if (head === docs || head === `${docs}/`) {
+    if (docs.test(req.path)) {
       (req.secure ? documentHeaders : docsOverHttpHeaders)(req, res, next);
       return;
     }

@@ -37,17 +37,12 @@ export const CodePointLength = (min: number, max: number) =>
 
 export function hasCodePointLength(value: unknown, min: number, max: number): boolean {
   if (typeof value !== 'string') return false;
-  const length = countCodePoints(value, max + 1);
-  return length >= min && length <= max;
-}
-
-/** Counts code points, stopping early past `limit` so a huge string costs little. */
-function countCodePoints(value: string, limit: number): number {
-  let count = 0;
+  // Stops counting past `max`, so a huge string costs little.
+  let length = 0;
   for (const _ of value) {
-    if (++count >= limit) break;
+    if (++length > max) return false;
   }
-  return count;
+  return length >= min;
 }
 
 // eslint-disable-next-line no-control-regex

@@ -14,23 +14,17 @@ export function parseZonedTimestamp(value: string): Date | undefined {
   if (!match) return undefined;
   const [, year, month, day, hour, minute, second = '0', fraction = '', , sign, offH, offM] = match;
   const [y, mo, d, h, mi, s] = [year, month, day, hour, minute, second].map(Number);
-  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h > 23 || mi > 59 || s > 59) {
-    return undefined;
-  }
+  if (h > 23 || mi > 59 || s > 59) return undefined;
   const offsetMinutes = sign ? (Number(offH) * 60 + Number(offM)) * (sign === '-' ? -1 : 1) : 0;
   if (sign && (Number(offH) > 23 || Number(offM) > 59)) return undefined;
   const utc = new Date(0);
   utc.setUTCFullYear(y, mo - 1, d);
+  // An impossible date (February 30, a 13th month, day 0) rolls over into another month.
+  if (utc.getUTCMonth() !== mo - 1 || utc.getUTCDate() !== d) return undefined;
   utc.setUTCHours(h, mi, s, Number(fraction.padEnd(3, '0').slice(0, 3)));
   const result = new Date(utc.getTime() - offsetMinutes * 60_000);
   const utcYear = result.getUTCFullYear();
   return utcYear >= 1 && utcYear <= 9999 ? result : undefined;
-}
-
-function daysInMonth(year: number, month: number): number {
-  const date = new Date(0);
-  date.setUTCFullYear(year, month, 0);
-  return date.getUTCDate();
 }
 
 export const IsZonedTimestamp = () =>

@@ -42,30 +42,26 @@ class StrictValidationPipe extends ValidationPipe {
     if (emptyQuery && this.emptyQueryValid.has(metadata.metatype)) {
       return plainToInstance(metadata.metatype, {});
     }
-    if (metadata.type === 'body' && metadata.metatype && this.toValidate(metadata)) {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-        throw new BadRequestException('Request body must be a JSON object');
+    const checked = metadata.type === 'body' || metadata.type === 'query';
+    if (checked && metadata.metatype && this.toValidate(metadata)) {
+      if (metadata.type === 'body') {
+        if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+          throw new BadRequestException('Request body must be a JSON object');
+        }
+        if (nestsDeeperThan(value, MAX_BODY_DEPTH)) {
+          throw new BadRequestException(
+            `Request body must not nest more than ${MAX_BODY_DEPTH} levels deep`,
+          );
+        }
       }
-      if (nestsDeeperThan(value, MAX_BODY_DEPTH)) {
-        throw new BadRequestException(
-          `Request body must not nest more than ${MAX_BODY_DEPTH} levels deep`,
-        );
-      }
-      refuseForbiddenKeys(value);
-    }
-    // A query string is parsed into an object too: `?toString=1` is as unknown a key as `?x=1`.
-    if (metadata.type === 'query' && metadata.metatype && this.toValidate(metadata)) {
-      if (typeof value === 'object' && value !== null) refuseForbiddenKeys(value);
+      // A query string is parsed into an object too: `?toString=1` is as unknown a key as `?x=1`.
+      const forbidden = FORBIDDEN_KEYS.filter((key) => Object.hasOwn(Object(value) as object, key));
+      if (forbidden.length > 0) throw unknownKeys(forbidden);
     }
     const transformed: unknown = await super.transform(value, metadata);
     if (emptyQuery && this.toValidate(metadata)) this.emptyQueryValid.add(metadata.metatype);
     return transformed;
   }
-}
-
-function refuseForbiddenKeys(value: object): void {
-  const forbidden = FORBIDDEN_KEYS.filter((key) => Object.hasOwn(value, key));
-  if (forbidden.length > 0) throw unknownKeys(forbidden);
 }
 
 /** The 400 of keys that a DTO does not list, as the pipe words it: for every other check. */

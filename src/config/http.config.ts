@@ -55,8 +55,7 @@ export const httpConfig = defineConfig({
 });
 
 function parseOrigins(value: string | undefined): string[] | '*' | undefined {
-  if (value === undefined) return undefined;
-  if (value === '*') return '*';
+  if (value === undefined || value === '*') return value;
   return value.split(',').map((origin) => origin.trim().replace(/\/$/, ''));
 }
 

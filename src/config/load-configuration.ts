@@ -20,7 +20,10 @@ export function loadConfiguration(
   sections: readonly ConfigSection<unknown, object>[],
 ): Configuration {
   assertDistinct(sections);
-  const given = setVariables(env);
+  // The variables that are set, trimmed; an empty variable counts as unset.
+  const given = Object.fromEntries(
+    Object.entries(env).flatMap(([key, value]) => (value?.trim() ? [[key, value.trim()]] : [])),
+  ) as Record<string, string>;
   const values: Configuration = new Map();
   for (const section of sections) {
     const parsed = validateSection(section, given);
@@ -30,7 +33,7 @@ export function loadConfiguration(
 }
 
 /** The validated variables of one section (defaults filled in). */
-export function validateSection<E extends object>(
+function validateSection<E extends object>(
   section: ConfigSection<unknown, E>,
   given: Record<string, string>,
 ): E {
@@ -51,15 +54,6 @@ export function validateSection<E extends object>(
   const broken = section.check?.(parsed);
   if (broken) throw new ConfigurationError(`Invalid configuration: ${broken}`);
   return parsed;
-}
-
-/** The variables that are set, trimmed; an empty variable counts as unset. */
-export function setVariables(env: Record<string, string | undefined>): Record<string, string> {
-  const set: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) {
-    if (value !== undefined && value.trim() !== '') set[key] = value.trim();
-  }
-  return set;
 }
 
 /** Two modules reading one variable, or one namespace, is a mistake of the code, not the operator. */

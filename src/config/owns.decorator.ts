@@ -1,15 +1,9 @@
-import type { DynamicModule, Type } from '@nestjs/common';
+import type { DynamicModule } from '@nestjs/common';
 import 'reflect-metadata';
 import type { ConfigSection } from './config-section.js';
 
 /** A TypeORM migration class. */
 export type MigrationClass = new () => { name?: string };
-
-/** An OpenAPI tag, with the description the document gives it. */
-interface Described {
-  name: string;
-  description: string;
-}
 
 /** What a module brings with it, besides its providers and controllers. */
 export interface Owned {
@@ -19,8 +13,8 @@ export interface Owned {
   migrations?: readonly MigrationClass[];
   /** Its TypeORM entities: the schema its migrations are generated from. */
   entities?: readonly (abstract new (...args: never[]) => object)[];
-  /** Its OpenAPI tags. */
-  apiTags?: readonly Described[];
+  /** Its OpenAPI tags, with the description the document gives each. */
+  apiTags?: readonly { name: string; description: string }[];
 }
 
 const OWNED = Symbol('owned');
@@ -40,7 +34,11 @@ export function Owns(owned: Owned): ClassDecorator {
  * and no framework metadata is read.
  */
 export function collectOwned(modules: readonly unknown[]): Required<Owned> {
-  const owned = [...new Set(modules.map(moduleClassOf))].map(
+  // A module's class, or a dynamic module's.
+  const classes = modules.map((entry) =>
+    typeof entry === 'function' ? entry : (entry as DynamicModule).module,
+  );
+  const owned = [...new Set(classes)].map(
     (module) => (Reflect.getMetadata(OWNED, module) ?? {}) as Owned,
   );
   return {
@@ -49,9 +47,4 @@ export function collectOwned(modules: readonly unknown[]): Required<Owned> {
     entities: owned.flatMap((each) => each.entities ?? []),
     apiTags: owned.flatMap((each) => each.apiTags ?? []),
   };
-}
-
-/** The class of a module, or of a dynamic module. */
-function moduleClassOf(entry: unknown): Type {
-  return typeof entry === 'function' ? (entry as Type) : (entry as DynamicModule).module;
 }

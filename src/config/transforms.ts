@@ -34,8 +34,7 @@ export const ToBoolean = () =>
 export function parseHostPorts(
   value: string | undefined,
 ): { host: string; port: number }[] | undefined {
-  if (value === undefined) return undefined;
-  return value.split(',').map((entry) => {
+  return value?.split(',').map((entry) => {
     const [host, port] = entry.trim().split(':');
     return { host, port: Number(port) };
   });

@@ -45,23 +45,18 @@ export class AppDataSource extends DataSource {
   }
 
   static async open(options: PostgresConnectionOptions, embeddedDataDir?: string) {
-    let dataSource: AppDataSource;
-    if (embeddedDataDir !== undefined) {
-      const embedded = await EmbeddedPostgres.start(embeddedDataDir);
-      dataSource = new AppDataSource(
-        {
-          ...options,
-          ...embedded.connection,
-          url: undefined,
-          extra: { ...(options.extra as Record<string, unknown> | undefined), max: 1 },
-        },
-        embedded,
-      );
-      dataSource.log.log(`Using the embedded PGlite database in ${embedded.dataDir}`);
-    } else {
-      dataSource = new AppDataSource(options);
-      dataSource.log.log(`Using PostgreSQL at ${describeUrl(options.url!)}`);
-    }
+    const embedded =
+      embeddedDataDir === undefined ? undefined : await EmbeddedPostgres.start(embeddedDataDir);
+    const extra = { ...(options.extra as Record<string, unknown> | undefined), max: 1 };
+    const dataSource = new AppDataSource(
+      embedded ? { ...options, ...embedded.connection, url: undefined, extra } : options,
+      embedded,
+    );
+    dataSource.log.log(
+      embedded
+        ? `Using the embedded PGlite database in ${embedded.dataDir}`
+        : `Using PostgreSQL at ${describeUrl(options.url!)}`,
+    );
     await dataSource.connectAndMigrate();
     return dataSource;
   }

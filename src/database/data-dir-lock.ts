@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { unlink } from 'node:fs/promises';
 import net from 'node:net';
 import { hostname } from 'node:os';
@@ -53,21 +54,16 @@ export class DataDirLock {
   }
 }
 
-function listen(path: string): Promise<net.Server> {
+async function listen(path: string): Promise<net.Server> {
   const owner = `pid ${process.pid} on host ${hostname()}`;
-  return new Promise((resolve, reject) => {
-    const server = net.createServer((socket) => {
-      socket.on('error', () => undefined);
-      socket.end(owner);
-    });
-    server.once('error', reject);
-    server.listen(path, () => {
-      server.off('error', reject);
-      // The lock must not keep the process alive.
-      server.unref();
-      resolve(server);
-    });
+  const server = net.createServer((socket) => {
+    socket.on('error', () => undefined);
+    socket.end(owner);
   });
+  // Rejects with the error that comes instead (EADDRINUSE).
+  await once(server.listen(path), 'listening');
+  // The lock must not keep the process alive.
+  return server.unref();
 }
 
 /** Who holds the lock, or undefined when nobody listens on it any more. */

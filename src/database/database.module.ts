@@ -35,22 +35,20 @@ type DataSourceOptions = PostgresConnectionOptions &
       useFactory: (
         db: ConfigOf<typeof databaseConfig>,
         { entities, migrations }: Required<Owned>,
-      ): DataSourceOptions => {
-        return {
-          ...postgresOptions({
-            url: db.url,
-            poolSize: db.poolSize,
-            entities: [...entities],
-            migrations: [...migrations],
-          }),
-          // AppDataSource.open() retries Postgres by itself; what it throws (the embedded
-          // database failing, its DATA_DIR in use) does not get better by trying again.
-          toRetry: () => false,
-          // AppDataSource connects by itself, and keeps trying while Postgres is down.
-          manualInitialization: true,
-          embeddedDataDir: db.url ? undefined : db.dataDir,
-        };
-      },
+      ): DataSourceOptions => ({
+        ...postgresOptions({
+          url: db.url,
+          poolSize: db.poolSize,
+          entities: [...entities],
+          migrations: [...migrations],
+        }),
+        // AppDataSource.open() retries Postgres by itself; what it throws (the embedded
+        // database failing, its DATA_DIR in use) does not get better by trying again.
+        toRetry: () => false,
+        // AppDataSource connects by itself, and keeps trying while Postgres is down.
+        manualInitialization: true,
+        embeddedDataDir: db.url ? undefined : db.dataDir,
+      }),
       dataSourceFactory: async (options) => {
         const {
           embeddedDataDir,

@@ -58,9 +58,8 @@ export class HealthController {
 
 /** The names of the failing checks in terminus's 503, e.g. "database, redis". */
 function downComponents(error: unknown): string {
-  if (error instanceof ServiceUnavailableException) {
-    const failing = (error.getResponse() as { error?: Record<string, unknown> }).error;
-    if (failing && Object.keys(failing).length > 0) return Object.keys(failing).join(', ');
-  }
-  return 'a dependency';
+  const failing =
+    error instanceof ServiceUnavailableException &&
+    (error.getResponse() as { error?: object }).error;
+  return Object.keys(failing || {}).join(', ') || 'a dependency';
 }

@@ -24,8 +24,8 @@ const IDLE_GRACE_MS = 500;
 @Injectable()
 export class HttpDrainService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private server?: Server;
-  /** Every open connection, with the number of its requests not yet answered. */
-  private readonly connections = new Map<Socket, number>();
+  /** Each connection's number of requests not yet answered (forgotten with the connection). */
+  private readonly connections = new WeakMap<Socket, number>();
   private readonly unanswered = new Set<ServerResponse>();
   private graceOver?: Promise<void>;
 
@@ -40,10 +40,6 @@ export class HttpDrainService implements OnApplicationBootstrap, BeforeApplicati
     const server = this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined;
     if (!server) return;
     this.server = server;
-    server.on('connection', (socket: Socket) => {
-      this.connections.set(socket, 0);
-      socket.once('close', () => this.connections.delete(socket));
-    });
     // First, so the header is in place before any handler can answer.
     server.prependListener('request', (req: IncomingMessage, res: ServerResponse) =>
       this.track(req.socket, res),
@@ -86,12 +82,11 @@ export class HttpDrainService implements OnApplicationBootstrap, BeforeApplicati
     this.connections.set(socket, (this.connections.get(socket) ?? 0) + 1);
     res.once('close', () => {
       this.unanswered.delete(res);
-      const open = this.connections.get(socket);
-      if (open === undefined) return;
-      this.connections.set(socket, open - 1);
+      const open = this.connections.get(socket)! - 1;
+      this.connections.set(socket, open);
       // Answered with keep-alive before draining began (a stream, a slow answer): nothing
       // more is to come on this connection, so it ends here rather than idling.
-      if (this.graceOver && open === 1) socket.destroySoon();
+      if (this.graceOver && open === 0 && !socket.destroyed) socket.destroySoon();
     });
   }
 }

@@ -15,20 +15,16 @@ import {
  * in the tests, do not share counters), and /api/metrics's text. Each module declares its
  * own metrics in its folder, in a `<feature>.metrics.ts` provider that extends ModuleMetrics.
  * Gauges that reflect state (listeners, dependencies up) are read at scrape time through
- * the collectors registered with `onCollect`.
+ * the collectors that ModuleMetrics' `onCollect` registers.
  */
 @Injectable()
 export class MetricsService {
   readonly registry = new Registry();
-  private readonly collectors: (() => unknown)[] = [];
+  /** Run before every scrape (ModuleMetrics.onCollect adds them). */
+  readonly collectors: (() => unknown)[] = [];
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
-  }
-
-  /** Runs `collect` before every scrape: for gauges that mirror state kept elsewhere. */
-  onCollect(collect: () => unknown): void {
-    this.collectors.push(collect);
   }
 
   async metrics(): Promise<string> {
@@ -65,6 +61,6 @@ export abstract class ModuleMetrics {
 
   /** Runs `collect` before every scrape: for gauges that mirror state kept elsewhere. */
   onCollect(collect: () => unknown): void {
-    this.metrics.onCollect(collect);
+    this.metrics.collectors.push(collect);
   }
 }

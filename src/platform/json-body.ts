@@ -111,9 +111,7 @@ export function declaredCharsets(contentType: string): string[] {
 
 function rejectInvalidUtf8(_req: unknown, _res: unknown, buffer: Buffer): void {
   if (!isUtf8(buffer)) {
-    throw Object.assign(new Error('Request body is not valid UTF-8'), {
-      status: 400,
-      expose: true,
-    });
+    // body-parser passes it on through http-errors, which sets its `expose`.
+    throw Object.assign(new Error('Request body is not valid UTF-8'), { status: 400 });
   }
 }

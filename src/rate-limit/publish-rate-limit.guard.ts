@@ -9,11 +9,6 @@ export const RATE_LIMITED_MESSAGE = 'Too many requests: the publish rate limit i
  */
 export const PublishRateLimitGuard = RateLimitGuard({
   section: rateLimitConfig,
-  budget: ({ limit, windowMs }) => ({
-    name: 'publish',
-    limit,
-    windowMs,
-    message: RATE_LIMITED_MESSAGE,
-  }),
+  budget: (config) => ({ ...config, name: 'publish', message: RATE_LIMITED_MESSAGE }),
   key: (request) => request.ip ?? '',
 });

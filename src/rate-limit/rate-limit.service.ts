@@ -41,20 +41,16 @@ export class RateLimitService {
   /** Counts one request of `key` against `budget`, or throws the 429. */
   async consume(budget: RateLimitBudget, key: string, response: Response): Promise<void> {
     if (budget.limit === 0) return;
-    let counted: RateLimiterRes;
-    try {
-      counted = await (await this.limiter(budget)).consume(key);
-    } catch (refusal) {
-      if (refusal instanceof RateLimiterRes) {
-        counted = refusal;
-      } else {
+    const counted = await this.limiter(budget)
+      .then((limiter) => limiter.consume(key))
+      .catch((refusal: unknown) => {
+        if (refusal instanceof RateLimiterRes) return refusal;
         // Uncounted: the request passes, with its whole budget left.
         this.logger.warn(
           `Rate limit not applied, Redis unavailable: ${(refusal as Error).message}`,
         );
-        counted = new RateLimiterRes(budget.limit, 0);
-      }
-    }
+        return new RateLimiterRes(budget.limit, 0);
+      });
     response.setHeader('X-RateLimit-Limit', budget.limit);
     response.setHeader('X-RateLimit-Remaining', counted.remainingPoints);
     if (counted.consumedPoints > budget.limit) {

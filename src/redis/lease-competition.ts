@@ -14,8 +14,7 @@ export class LeaseCompetition {
   private stopped = false;
   private attempt: Promise<void> = Promise.resolve();
   /** Resolves on `stop()`: an attempt waiting for the store (Redis down) gives up then. */
-  private readonly stopping: Promise<void>;
-  private stopNow: () => void = () => undefined;
+  private readonly stopping = Promise.withResolvers<void>();
 
   constructor(
     private readonly leases: Leases,
@@ -23,9 +22,7 @@ export class LeaseCompetition {
     private readonly ttlMs: number,
     /** Told when this instance holds the lease: it runs until `lease.signal` aborts or `stop()`. */
     private readonly holder: { acquired(lease: Lease): void },
-  ) {
-    this.stopping = new Promise((resolve) => (this.stopNow = resolve));
-  }
+  ) {}
 
   /** Whether this instance holds the lease now. */
   get holding(): boolean {
@@ -39,7 +36,7 @@ export class LeaseCompetition {
   /** Stops competing, and releases the lease if held. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.stopNow();
+    this.stopping.resolve();
     clearTimeout(this.timer);
     await this.attempt;
     const lease = this.held;
@@ -59,7 +56,7 @@ export class LeaseCompetition {
     const retryMs = Math.max(1, Math.floor(this.ttlMs / 3));
     try {
       // Not past a stop: with Redis down at shutdown the store never becomes available.
-      await Promise.race([this.leases.whenAvailable(), this.stopping]);
+      await Promise.race([this.leases.whenAvailable(), this.stopping.promise]);
       if (this.stopped) return;
       const attempt = await this.leases.tryAcquire(this.name, this.ttlMs);
       if (!attempt.lease) {

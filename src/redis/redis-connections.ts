@@ -61,7 +61,7 @@ export class RedisConnections implements OnApplicationShutdown {
   private readonly logger = new Logger('Redis');
   private readonly base?: Redis;
   private readonly cluster?: { nodes: { host: string; port: number }[]; node: RedisOptions };
-  private readonly created: RedisClient[] = [];
+  private readonly created = new Set<RedisClient>();
   readonly keyPrefix: string;
   /** For the logs: where Redis is, without credentials. */
   readonly description: string;
@@ -159,25 +159,22 @@ export class RedisConnections implements OnApplicationShutdown {
       enableOfflineQueue: false,
       retryStrategy: () => null,
     });
-    connection.once('end', () => {
-      const at = this.created.indexOf(connection);
-      if (at !== -1) this.created.splice(at, 1);
-    });
+    connection.once('end', () => this.created.delete(connection));
     return this.track(role, connection);
   }
 
   /** Its errors are logged (an unheard 'error' would end the process); closed at shutdown. */
   private track<C extends RedisClient>(role: RedisRole, connection: C): C {
     connection.on('error', (error: Error) => this.logger.warn(`${role}: ${error.message}`));
-    this.created.push(connection);
+    this.created.add(connection);
     return connection;
   }
 
   async onApplicationShutdown(): Promise<void> {
     // quit() waits for a reply, which a connection that is down never gives: cut it instead.
-    const ready = this.created.filter((c) => c.status === 'ready');
+    const ready = [...this.created].filter((c) => c.status === 'ready');
     for (const connection of this.created) if (!ready.includes(connection)) connection.disconnect();
     await Promise.allSettled(ready.map((c) => c.quit()));
-    this.created.length = 0;
+    this.created.clear();
   }
 }

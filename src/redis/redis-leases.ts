@@ -88,11 +88,8 @@ export class RedisLeases extends Leases {
 
   whenAvailable(): Promise<void> {
     if (this.redis.status === 'ready') return Promise.resolve();
-    this.ready ??= new Promise<void>((resolve) =>
-      this.redis.once('ready', () => {
-        this.ready = undefined;
-        resolve();
-      }),
+    this.ready ??= new Promise<void>((resolve) => this.redis.once('ready', resolve)).finally(
+      () => (this.ready = undefined),
     );
     return this.ready;
   }
