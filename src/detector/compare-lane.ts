@@ -1,4 +1,4 @@
-import { Fifo } from '../common/fifo.js';
+import Queue from 'yocto-queue';
 import { compareBatch, type Batch, type QueuedObservation } from './compare-batch.js';
 import type { DetectorOutbox } from './detector-outbox.js';
 import type { MemberObservation } from './member-observation.js';
@@ -29,7 +29,7 @@ export class CompareLane {
   /** The size of the batch under way, by the queue it came from. */
   private inFlight: Counts = { live: 0, reconciling: 0 };
   private readonly live: QueuedObservation[] = [];
-  private readonly reconciling = new Fifo<QueuedObservation>();
+  private readonly reconciling = new Queue<QueuedObservation>();
   /** Members of full views waiting (promoted ones excluded). */
   private reconcilingCount = 0;
   /**
@@ -92,7 +92,7 @@ export class CompareLane {
     for (let i = accepted.length; i < observations.length; i++) settle();
     run.members += accepted.length;
     for (const observation of accepted) {
-      this.reconciling.push({ observation, run, settle });
+      this.reconciling.enqueue({ observation, run, settle });
       this.reconcilingCount += 1;
       const { userId } = observation;
       this.waitingByUser.set(userId, (this.waitingByUser.get(userId) ?? 0) + 1);
@@ -159,8 +159,8 @@ export class CompareLane {
       return { live: true, batch };
     }
     const batch: QueuedObservation[] = [];
-    while (batch.length < size && this.reconciling.length > 0) {
-      const item = this.reconciling.shift()!;
+    while (batch.length < size && this.reconciling.size > 0) {
+      const item = this.reconciling.dequeue()!;
       if (item.promoted) continue;
       this.reconcilingCount -= 1;
       const { userId } = item.observation;

@@ -1,7 +1,7 @@
 import type { MessageEvent } from '@nestjs/common';
 import type { Writable } from 'node:stream';
 import { Observable, type OperatorFunction } from 'rxjs';
-import { Fifo } from '../common/fifo.js';
+import Queue from 'yocto-queue';
 import { withTimeout } from '../common/with-timeout.js';
 
 /** An SSE message, with the size of its frame on the wire. */
@@ -25,7 +25,7 @@ export class ListenerStalledError extends Error {
  * reconnect and replay).
  */
 export class ListenerBuffer {
-  private readonly waiting = new Fifo<Frame>();
+  private readonly waiting = new Queue<Frame>();
   private waitingBytes = 0;
   private watchingDrain = false;
   private readonly drained = new Set<() => void>();
@@ -103,7 +103,7 @@ export class ListenerBuffer {
       this.response.destroy();
       return;
     }
-    this.waiting.push(frame);
+    this.waiting.enqueue(frame);
     this.waitingBytes += frame.bytes;
     if (this.waitingBytes > this.limitBytes) this.cut();
     else this.watchDrain();
@@ -115,7 +115,7 @@ export class ListenerBuffer {
     this.watchingDrain = true;
     this.response.once('drain', () => {
       this.watchingDrain = false;
-      for (let frame = this.waiting.shift(); frame && this.give; frame = this.waiting.shift()) {
+      for (let frame = this.waiting.dequeue(); frame && this.give; frame = this.waiting.dequeue()) {
         this.waitingBytes -= frame.bytes;
         this.give(frame);
       }
