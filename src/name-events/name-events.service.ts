@@ -12,7 +12,7 @@ import {
   type StoredOutcome,
 } from './name-event.types.js';
 import { RecordingGuardsService } from './recording-guards.service.js';
-import { WakeSignal } from './consumers/wake-signal.js';
+import { WakeSignal } from '../common/wake-signal.js';
 
 /**
  * The name-event domain's write side, in one place. Every event enters through `publish`

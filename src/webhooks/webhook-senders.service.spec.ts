@@ -10,7 +10,6 @@ import type { StoredNameEvent } from '../name-events/name-event.types.js';
 import type { NameEventRemovalsService } from '../name-events/index.js';
 import type { Leases } from '../redis/index.js';
 import type { SenderEndpoint, WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
-import { SenderWake } from './webhook-sender-wake.js';
 import { WebhookSendersService } from './webhook-senders.service.js';
 import type { WebhooksMetrics } from './webhooks.metrics.js';
 
@@ -102,7 +101,7 @@ describe('WebhookSendersService.deliver', () => {
         senders.removed();
       };
     }
-    await senders['deliver']('1', new SenderWake(), stop.signal);
+    await senders['deliver']('1', stop.signal);
     return limits;
   };
 

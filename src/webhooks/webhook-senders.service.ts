@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   Injectable,
   Logger,
@@ -19,7 +20,7 @@ import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhoo
 import { retryDelayMs } from './webhook-backoff.js';
 import { WebhookEndpointsRepository, type SenderEndpoint } from './webhook-endpoints.repository.js';
 import { webhookRequest } from './webhook-payloads.js';
-import { pause, SenderWake } from './webhook-sender-wake.js';
+import { WakeSignal } from '../common/wake-signal.js';
 import { vetTarget } from './webhook-targets.js';
 import { webhooksConfig } from './webhooks.config.js';
 
@@ -31,7 +32,6 @@ const BATCH = 100;
 
 interface Sender {
   competition: LeaseCompetition;
-  wake: SenderWake;
   stop?: AbortController;
   run?: Promise<void>;
 }
@@ -59,6 +59,8 @@ export class WebhookSendersService
   private stopped = false;
   /** How many `events.removed` this instance heard. */
   private removals = 0;
+  /** Notified as the webhooks consumer reads more events: senders that found none look again. */
+  private readonly handled = new WakeSignal();
 
   constructor(
     private readonly leases: Leases,
@@ -83,7 +85,6 @@ export class WebhookSendersService
   add(id: string): void {
     if (this.stopped || this.senders.has(id)) return;
     const sender: Sender = {
-      wake: new SenderWake(),
       competition: new LeaseCompetition(this.leases, `webhook:${id}`, this.config.leaseMs, {
         acquired: (lease) => {
           const stop = new AbortController();
@@ -117,14 +118,13 @@ export class WebhookSendersService
   /** Nothing to write: the position, moved with the batch, is what the senders read up to. */
   async handle(): Promise<void> {}
 
-  /** The webhooks consumer read more events: the senders that found none look again. */
   committed(): void {
-    for (const sender of this.senders.values()) sender.wake.notify();
+    this.handled.notify();
   }
 
   private async run(id: string, sender: Sender, signal: AbortSignal): Promise<void> {
     this.logger.log(`Endpoint ${id}: sending from this instance`);
-    await this.deliver(id, sender.wake, signal).catch((error: Error) =>
+    await this.deliver(id, signal).catch((error: Error) =>
       this.logger.error(`Endpoint ${id}: ${error.message}`),
     );
     // Found deleted (on another instance) or gone: stop competing for it.
@@ -144,14 +144,14 @@ export class WebhookSendersService
    * it reads one event before each attempt instead. Ends when `signal` aborts (the lease lost,
    * the endpoint deleted here, shutdown) or the endpoint is found deleted or gone (a 410).
    */
-  private async deliver(endpointId: string, wake: SenderWake, signal: AbortSignal): Promise<void> {
+  private async deliver(endpointId: string, signal: AbortSignal): Promise<void> {
     const warn = (error: unknown) =>
       this.logger.warn(`Endpoint ${endpointId}: ${(error as Error).message}`);
     const connection = new SenderConnection();
     let failures = 0;
     try {
       while (!signal.aborted) {
-        wake.look();
+        const seen = this.handled.generation;
         const readAt = this.removals;
         let endpoint: SenderEndpoint | undefined;
         let events: StoredNameEvent[];
@@ -171,7 +171,7 @@ export class WebhookSendersService
             if (through !== endpoint.deliveredThrough) {
               await this.endpoints.delivered(endpointId, null, through);
             }
-            await wake.wait(this.config.pollMs, signal);
+            await this.handled.after(seen, this.config.pollMs, signal);
             continue;
           }
         } catch (error) {
@@ -241,4 +241,9 @@ export class WebhookSendersService
     }
     if (!this.stopped) this.syncTimer = setTimeout(() => void this.sync(), this.config.pollMs);
   }
+}
+
+/** Waits `ms`, or less when `signal` aborts; never rejects. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return delay(ms, undefined, { signal }).catch(() => undefined);
 }
