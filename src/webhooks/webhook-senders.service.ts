@@ -105,7 +105,12 @@ export class WebhookSendersService
     this.senders.delete(id);
     sender.stop?.abort();
     await sender.run;
-    await sender.competition
+    await this.release(id, sender);
+  }
+
+  /** Lets the endpoint's lease go; a lease store that is down only costs its expiry. */
+  private release(id: string, sender: Sender): Promise<void> {
+    return sender.competition
       .stop()
       .catch((error: Error) => this.logger.warn(`Endpoint ${id}: ${error.message}`));
   }
@@ -130,7 +135,7 @@ export class WebhookSendersService
     // Found deleted (on another instance) or gone: stop competing for it.
     if (!signal.aborted && this.senders.get(id) === sender) {
       this.senders.delete(id);
-      await sender.competition.stop();
+      await this.release(id, sender);
     }
   }
 
