@@ -4,7 +4,10 @@ import { MAX_POSTGRES_BIGINT } from './postgres-bigint.js';
 const AT_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const ID_PATTERN = /^[1-9]\d{0,18}$/;
 
-/** A place in an answer's order: the stored time to the microsecond, and the stored id. */
+/**
+ * A place in an answer's order, (changedAt, id): the stored time to the microsecond
+ * (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, or `-infinity` / `infinity` for the ends) and the stored id.
+ */
 export interface StoredPosition {
   at: string;
   id: string;

@@ -1,6 +1,5 @@
-import { storedPositionOf } from '../common/opaque-cursor.js';
+import { storedPositionOf, type StoredPosition } from '../common/opaque-cursor.js';
 import type { CursorSignerService } from '../cursors/index.js';
-import type { HistoryPosition } from '../name-events/index.js';
 
 /**
  * Which way a cursor leads: `next` to the entries after its position, `prev` to the entries
@@ -10,7 +9,7 @@ export type CursorDirection = 'next' | 'prev';
 
 export interface HistoryCursor {
   direction: CursorDirection;
-  position: HistoryPosition;
+  position: StoredPosition;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { BadRequestException, HttpStatus, Injectable } from '@nestjs/common';
 import pLimit from 'p-limit';
 import { RetryLaterException } from '../common/http-exception.filter.js';
+import type { StoredPosition } from '../common/opaque-cursor.js';
 import { MAX_POSTGRES_BIGINT } from '../common/postgres-bigint.js';
 import { parseZonedTimestamp } from '../common/timestamp.js';
 import { CursorSignerService } from '../cursors/index.js';
@@ -8,7 +9,6 @@ import {
   HISTORY_END,
   HISTORY_START,
   NameHistoryRepository,
-  type HistoryPosition,
   type NameEntry,
 } from '../name-events/index.js';
 import { decodeCursor, encodeCursor, type CursorDirection } from './history-cursor.js';
@@ -112,7 +112,7 @@ export class HistoryService {
     return this.longReads(() => read());
   }
 
-  private cursorTo(userId: string, direction: CursorDirection, position: HistoryPosition) {
+  private cursorTo(userId: string, direction: CursorDirection, position: StoredPosition) {
     return encodeCursor(this.cursors, userId, { direction, position });
   }
 }
@@ -137,11 +137,11 @@ function micros(timestamp: string, rounding: 'down' | 'up'): string {
  * strings; the infinities, the only other values, do too: `-` sorts before every digit, `i`
  * after.
  */
-function compare(a: HistoryPosition, b: HistoryPosition): number {
+function compare(a: StoredPosition, b: StoredPosition): number {
   if (a.at !== b.at) return a.at < b.at ? -1 : 1;
   const [x, y] = [BigInt(a.id), BigInt(b.id)];
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-const later = (a: HistoryPosition, b: HistoryPosition) => (compare(a, b) >= 0 ? a : b);
-const earlier = (a: HistoryPosition, b: HistoryPosition) => (compare(a, b) <= 0 ? a : b);
+const later = (a: StoredPosition, b: StoredPosition) => (compare(a, b) >= 0 ? a : b);
+const earlier = (a: StoredPosition, b: StoredPosition) => (compare(a, b) <= 0 ? a : b);

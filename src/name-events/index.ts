@@ -31,7 +31,6 @@ export type {
 export { NameEventsModule } from './name-events.module.js';
 export { NameEventsService } from './name-events.service.js';
 export { HISTORY_END, HISTORY_START, NameHistoryRepository } from './name-history.repository.js';
-export type { HistoryPosition } from './name-history.repository.js';
 export { NameSearchRepository, SEARCH_START } from './name-search.repository.js';
 export { OnNameEvent } from './on-name-event.decorator.js';
 export { RecordingGuardsService } from './recording-guards.service.js';

@@ -2,26 +2,18 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import DataLoader from 'dataloader';
+import type { StoredPosition } from '../common/opaque-cursor.js';
 import type { NameEntry } from './name-event.types.js';
 import { UTC_ISO, UTC_ISO_MICROS } from './name-event-log.repository.js';
 
-/**
- * A place in a user's history, whose order is (changedAt, id): the stored time to the
- * microsecond (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, or `-infinity` / `infinity`) and the id.
- */
-export interface HistoryPosition {
-  at: string;
-  id: string;
-}
-
 /** Before every entry, and after every entry. */
-export const HISTORY_START: HistoryPosition = { at: '-infinity', id: '0' };
-export const HISTORY_END: HistoryPosition = { at: 'infinity', id: '0' };
+export const HISTORY_START: StoredPosition = { at: '-infinity', id: '0' };
+export const HISTORY_END: StoredPosition = { at: 'infinity', id: '0' };
 
 /** The entries strictly between two positions, at most `limit` of them. */
 export interface HistoryRange {
-  after: HistoryPosition;
-  before: HistoryPosition;
+  after: StoredPosition;
+  before: StoredPosition;
   /** Default: all of them. */
   limit?: number;
   /** Take the `limit` entries closest to `before` rather than to `after`. */
@@ -32,13 +24,13 @@ export interface HistoryPage {
   /** Oldest first, whichever end the page was taken from. */
   entries: NameEntry[];
   /** Where the first and the last entry are (undefined when there are none). */
-  first?: HistoryPosition;
-  last?: HistoryPosition;
+  first?: StoredPosition;
+  last?: StoredPosition;
   /** Whether the range holds entries beyond the page, on the side away from its end. */
   more: boolean;
 }
 
-type HistoryRow = NameEntry & HistoryPosition;
+type HistoryRow = NameEntry & StoredPosition;
 
 /** Users' histories: the reads of name_change_events by user, in (changedAt, id) order. */
 @Injectable()

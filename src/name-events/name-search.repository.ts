@@ -18,11 +18,8 @@ const QUERY_PREFIX = `replace(replace(replace(${QUERY_KEY}, '\\', '\\\\'), '%', 
 /** A match as the answer gives it, and its place in the search's order (`at`, `id`). */
 const MATCH_COLUMNS = `user_id AS "userId", type, name, ${UTC_ISO} AS "changedAt", ${UTC_ISO_MICROS} AS at, id::text AS id`;
 
-/** A place in a search's order, (changedAt, id): the stored time to the microsecond, the id. */
-export type SearchPosition = StoredPosition;
-
 /** Before every stored event. */
-export const SEARCH_START: SearchPosition = { at: '-infinity', id: '0' };
+export const SEARCH_START: StoredPosition = { at: '-infinity', id: '0' };
 
 export interface SearchCriteria {
   name: string;
@@ -30,7 +27,7 @@ export interface SearchCriteria {
   /** The whole name, or a prefix of it. */
   match: 'exact' | 'prefix';
   /** Only matches after this position. */
-  after: SearchPosition;
+  after: StoredPosition;
   limit: number;
 }
 
@@ -41,12 +38,12 @@ export interface SearchRow {
   changedAt: string;
 }
 
-type MatchRow = SearchRow & SearchPosition;
+type MatchRow = SearchRow & StoredPosition;
 
 export interface SearchPage {
   matches: SearchRow[];
   /** Where the last match is, when more remain after it. */
-  next?: SearchPosition;
+  next?: StoredPosition;
 }
 
 /**
