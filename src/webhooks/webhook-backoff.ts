@@ -1,3 +1,5 @@
+import { setTimeout as delay } from 'node:timers/promises';
+
 /** The first retry waits 1 s, each next one twice as long, up to 10 minutes; ±20 %. */
 const FIRST_RETRY_MS = 1_000;
 const MAX_BACKOFF_MS = 600_000;
@@ -40,4 +42,9 @@ export function parseDiscordRetryAfter(body: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Waits `ms`, or less when `signal` aborts; never rejects. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return delay(ms, undefined, { signal }).catch(() => undefined);
 }

@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import {
   Injectable,
   Logger,
@@ -17,7 +16,7 @@ import {
 import { WebhooksMetrics } from './webhooks.metrics.js';
 import { LeaseCompetition, Leases } from '../redis/index.js';
 import { attemptDelivery, SenderConnection, type AttemptOutcome } from './webhook-attempt.js';
-import { retryDelayMs } from './webhook-backoff.js';
+import { pause, retryDelayMs } from './webhook-backoff.js';
 import { WebhookEndpointsRepository, type SenderEndpoint } from './webhook-endpoints.repository.js';
 import { webhookRequest } from './webhook-payloads.js';
 import { WakeSignal } from '../common/wake-signal.js';
@@ -246,9 +245,4 @@ export class WebhookSendersService
     }
     if (!this.stopped) this.syncTimer = setTimeout(() => void this.sync(), this.config.pollMs);
   }
-}
-
-/** Waits `ms`, or less when `signal` aborts; never rejects. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return delay(ms, undefined, { signal }).catch(() => undefined);
 }
